@@ -1,0 +1,56 @@
+# Two commands from a fresh machine:  `make demo`  and  `make test`  (both set everything up).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+NLTK_DATA := $(CURDIR)/resources/nltk_data
+export NLTK_DATA
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM := false
+CORES ?= 2
+STAMP := $(VENV)/.csbench-installed
+
+.PHONY: setup apt venv demo test lint dag report clean-demo
+
+APT_PKGS := wordnet-base wordnet-sense-index graphviz
+
+apt:
+	@echo "==> [1/4] system packages ($(APT_PKGS))"
+	@if dpkg -s $(APT_PKGS) >/dev/null 2>&1; then echo "    already installed"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
+	else echo "    please run: sudo apt-get install $(APT_PKGS)"; exit 1; fi
+
+$(STAMP): envs/requirements.txt pyproject.toml
+	@echo "==> [2/4] virtual environment $(VENV)"
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/pip install -q --upgrade pip
+	@echo "    torch==2.13.0 (CPU build) first"
+	@$(BIN)/pip install -q torch==2.13.0
+	@echo "    pinned requirements (envs/requirements.txt)"
+	@$(BIN)/pip install -q -r envs/requirements.txt
+	@$(BIN)/pip install -q --no-deps -e .
+	@touch $@
+
+venv: $(STAMP)
+
+setup: apt venv
+	@echo "==> [3/4] WordNet for NLTK (offline) in $(NLTK_DATA)"
+	@$(BIN)/python -m csbench.nltk_setup $(NLTK_DATA)
+
+demo: setup
+	@echo "==> [4/4] demo DAG (resources/demo/config.yaml, $(CORES) cores)"
+	$(BIN)/snakemake --cores $(CORES) --configfile resources/demo/config.yaml --printshellcmds
+	@echo "demo finished: see results/"
+
+test: setup
+	@echo "==> [4/4] tests"
+	$(BIN)/python -m pytest -q -ra tests
+
+lint: setup
+	$(BIN)/snakemake --lint
+
+dag: setup
+	$(BIN)/snakemake --configfile resources/demo/config.yaml --dag | dot -Tsvg > dag.svg
+
+report: setup
+	$(BIN)/snakemake --cores $(CORES) --configfile resources/demo/config.yaml --report results/report.html

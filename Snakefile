@@ -1,0 +1,29 @@
+# csbench — build, audit and score commonsense-reasoning benchmarks.
+# Thin entry point: config validation, rule includes, and `rule all` (built in common.smk).
+import os
+
+from csbench.config import validate as validate_config
+
+
+configfile: "config.yaml"
+
+
+validate_config(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+os.environ["NLTK_DATA"] = os.path.abspath(config["nltk_data"])
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/winowhat.smk"
+include: "workflow/rules/protoqa.smk"
+include: "workflow/rules/twentyq.smk"
+include: "workflow/rules/audit.smk"
+include: "workflow/rules/qads.smk"
+include: "workflow/rules/contamination.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,116 @@
+"""Sentence embeddings with a persistent per-(encoder, text) cache.
+
+All tasks embed through :class:`Embedder`, so an audit, a ProtoQA matcher and a WSD run that meet
+the same text under the same encoder compute its vector once. The cache is one SQLite file per
+encoder under ``cache_dir`` (default ``results/cache/embeddings``); vectors are stored
+L2-normalised as float32, so an inner product is a cosine.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from .models import resolve
+
+log = logging.getLogger(__name__)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def encoder_key(spec: str) -> str:
+    """A file-system safe name for an encoder spec."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(spec)).strip("_")
+    return name[-80:] or "encoder"
+
+
+class EmbeddingCache:
+    """SQLite store of ``sha1(text) -> float32 vector`` for one encoder."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.con = sqlite3.connect(str(self.path), timeout=600)
+        self.con.execute("PRAGMA journal_mode=WAL")
+        self.con.execute("CREATE TABLE IF NOT EXISTS emb (k TEXT PRIMARY KEY, v BLOB)")
+
+    def get(self, keys: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(keys), 900):
+            chunk = keys[i:i + 900]
+            q = "SELECT k, v FROM emb WHERE k IN (%s)" % ",".join("?" * len(chunk))
+            for k, v in self.con.execute(q, chunk):
+                out[k] = np.frombuffer(v, dtype=np.float32)
+        return out
+
+    def put(self, keys: list[str], vecs: np.ndarray) -> None:
+        rows = [(k, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in zip(keys, vecs)]
+        with self.con:
+            self.con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)", rows)
+
+    def __len__(self) -> int:
+        return self.con.execute("SELECT COUNT(*) FROM emb").fetchone()[0]
+
+
+class Embedder:
+    """Encode texts with a sentence-transformers model, reusing cached vectors.
+
+    ``spec`` is an HF id, a local directory, or the MiniLM id (resolved to the PyPI package).
+    ``cache_dir=None`` disables the cache.
+    """
+
+    def __init__(self, spec: str, cache_dir: str | Path | None = None, device: str | None = None,
+                 batch_size: int = 128):
+        self.spec = spec
+        self.batch_size = batch_size
+        self.device = device
+        self._model = None
+        self.cache = (EmbeddingCache(Path(cache_dir) / f"{encoder_key(spec)}.sqlite")
+                      if cache_dir else None)
+        self.n_encoded = 0
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(resolve(self.spec), device=self.device)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                 normalize_embeddings=True, show_progress_bar=False)
+        self.n_encoded += len(texts)
+        return vecs.astype(np.float32, copy=False)
+
+    def encode(self, texts) -> np.ndarray:
+        """Return an ``(n, d)`` float32 array of L2-normalised embeddings, in input order."""
+        texts = [str(t) for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        uniq = list(dict.fromkeys(texts))
+        keys = [text_key(t) for t in uniq]
+        found = self.cache.get(keys) if self.cache else {}
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            log.info("encoding %d new texts (%d cached)", len(missing), len(uniq) - len(missing))
+            order = sorted(missing, key=lambda i: len(uniq[i]))
+            for start in range(0, len(order), 8192):
+                part = order[start:start + 8192]
+                vecs = self._encode([uniq[i] for i in part])
+                for i, v in zip(part, vecs):
+                    found[keys[i]] = v
+                if self.cache:
+                    self.cache.put([keys[i] for i in part], vecs)
+        index = {t: found[k] for t, k in zip(uniq, keys)}
+        return np.stack([index[t] for t in texts])

@@ -1,0 +1,28 @@
+"""Logging set-up for Snakemake scripts: everything goes to the rule's ``log:`` file."""
+from __future__ import annotations
+
+import logging
+import sys
+
+
+def setup_logging(log_path=None, level: int = logging.INFO) -> logging.Logger:
+    """Send the root logger (and warnings) to ``log_path`` (or stderr) and return a logger."""
+    handlers: list[logging.Handler] = []
+    if log_path:
+        handlers.append(logging.FileHandler(str(log_path), mode="w", encoding="utf-8"))
+    else:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    logging.captureWarnings(True)
+    return logging.getLogger("csbench")
+
+
+def snakemake_logger(snakemake) -> logging.Logger:
+    """Configure logging from a Snakemake ``script:`` object (uses its first log file)."""
+    log = snakemake.log[0] if len(snakemake.log) else None
+    return setup_logging(log)

@@ -1,0 +1,44 @@
+"""Offline WordNet 3.0 access through NLTK.
+
+The corpus is read from ``$NLTK_DATA`` (prepared by :mod:`csbench.nltk_setup`); when the variable
+is unset, the repository's ``resources/nltk_data`` is tried. Nothing is ever downloaded.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+REPO_NLTK_DATA = Path(__file__).resolve().parents[2] / "resources" / "nltk_data"
+
+
+def ensure_nltk_path() -> None:
+    """Put ``$NLTK_DATA`` (or the repository's ``resources/nltk_data``) on NLTK's search path."""
+    import nltk
+
+    candidates = [p for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
+    candidates.append(str(REPO_NLTK_DATA))
+    for p in reversed(candidates):
+        if p not in nltk.data.path:
+            nltk.data.path.insert(0, p)
+
+
+@functools.lru_cache(maxsize=1)
+def wordnet():
+    """Return the loaded NLTK WordNet reader (loaded once per process)."""
+    ensure_nltk_path()
+    from nltk.corpus import wordnet as wn
+
+    try:
+        wn.ensure_loaded()
+    except LookupError as exc:  # pragma: no cover - message only
+        raise LookupError(
+            "WordNet not found: run `make setup` (or `python -m csbench.nltk_setup "
+            "resources/nltk_data`) and set NLTK_DATA"
+        ) from exc
+    return wn
+
+
+def synsets(lemma: str, pos: str | None = None):
+    """Synsets of ``lemma`` (spaces become underscores), optionally restricted to a POS."""
+    return wordnet().synsets(lemma.strip().replace(" ", "_"), pos=pos)

@@ -1,0 +1,1 @@
+# Rules of the audit task (placeholder until the task lands).

@@ -1,0 +1,69 @@
+# Shared helpers: wildcard constraints, path helpers and the target registry behind `rule all`.
+import csbench.data
+from csbench.fetch import wanted_files
+
+
+wildcard_constraints:
+    source="|".join(csbench.data.SOURCES),
+    table=r"[A-Za-z0-9_.-]+",
+    model=r"[A-Za-z0-9._-]+",
+    dataset=r"[A-Za-z0-9_]+",
+    variant=r"[A-Za-z0-9_]+",
+    shard=r"\d+",
+    name=r"[A-Za-z0-9._-]+",
+
+
+RAW = "results/raw"
+DATA = "results/data"
+MODELS = "resources/models"
+CACHE = config["cache_dir"]
+EMBED_CACHE = f"{CACHE}/embeddings"
+
+
+def raw_files(source):
+    """Configured (not skipped) raw files of a source, as paths under results/raw."""
+    return [f"{RAW}/{source}/{f}" for f in wanted_files(config["sources"][source])]
+
+
+def source_tables(source):
+    """Table name -> raw files it needs, for the configured files of a source."""
+    return csbench.data.tables(source, list(wanted_files(config["sources"][source])))
+
+
+def data_table(source, table):
+    """Path of a normalised Parquet table (fails early if the source cannot build it)."""
+    if table not in source_tables(source):
+        raise WorkflowError(
+            f"source {source!r} has no table {table!r} with the configured files "
+            f"(available: {sorted(source_tables(source))}); check sources.{source}.files"
+        )
+    return f"{DATA}/{source}/{table}.parquet"
+
+
+def model_dir(name):
+    return f"{MODELS}/{name}"
+
+
+def model_spec(name):
+    for group in ("lm", "qa"):
+        if name in config["models"][group]:
+            return config["models"][group][name]
+    if name == "embedder":
+        return config["models"]["embedder"]
+    raise WorkflowError(f"model {name!r} is not configured under models.lm or models.qa")
+
+
+# Target registry: each task's .smk registers a function returning its final outputs.
+TARGETS = {}
+
+
+def register_targets(task, func):
+    TARGETS[task] = func
+
+
+def all_targets():
+    out = []
+    for task in config["tasks"]:
+        if task in TARGETS:
+            out.extend(TARGETS[task]())
+    return out

@@ -1,0 +1,1 @@
+# Rules of the contamination task (placeholder until the task lands).

@@ -1,0 +1,28 @@
+# Model materialisation: every configured model becomes a local directory under
+# resources/models/<name>/ so GPU jobs on offline nodes need nothing else.
+
+
+rule materialise_model:
+    output:
+        directory(f"{MODELS}/{{model}}"),
+    params:
+        spec=lambda wc: model_spec(wc.model),
+    log:
+        "logs/models/{model}.log",
+    retries: 2
+    resources:
+        mem_mb=8000,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/materialise_model.py"
+
+
+localrules:
+    materialise_model,
+
+
+rule models:
+    input:
+        [model_dir(m) for m in config["models"]["lm"]],
+        [model_dir(m) for m in config["models"]["qa"]],

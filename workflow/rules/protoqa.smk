@@ -1,0 +1,1 @@
+# Rules of the protoqa task (placeholder until the task lands).

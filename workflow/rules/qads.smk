@@ -1,0 +1,1 @@
+# Rules of the qads task (placeholder until the task lands).

@@ -1,0 +1,1 @@
+# Rules of the twentyq task (placeholder until the task lands).

@@ -1,0 +1,1 @@
+# Rules of the winowhat task (placeholder until the task lands).
