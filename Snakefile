@@ -8,7 +8,7 @@ from csbench.config import validate as validate_config
 configfile: "config.yaml"
 
 
-validate_config(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 os.environ["NLTK_DATA"] = os.path.abspath(config["nltk_data"])
 
 

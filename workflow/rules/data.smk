@@ -16,14 +16,12 @@ for _src in [s for s in csbench.data.SOURCES if wanted_files(config["sources"][s
             outdir=f"{RAW}/{_src}",
         log:
             f"logs/raw/{_src}.log",
+        localrule: True
         retries: 3
         conda:
             "../../envs/core.yaml"
         script:
             "../scripts/download.py"
-
-    localrules:
-        f"download_{_src}",
 
 
 def _normalise_inputs(wildcards):

@@ -9,6 +9,7 @@ rule materialise_model:
         spec=lambda wc: model_spec(wc.model),
     log:
         "logs/models/{model}.log",
+    localrule: True
     retries: 2
     resources:
         mem_mb=8000,
@@ -16,10 +17,6 @@ rule materialise_model:
         "../../envs/lm.yaml"
     script:
         "../scripts/materialise_model.py"
-
-
-localrules:
-    materialise_model,
 
 
 rule models:
