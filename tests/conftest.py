@@ -1,0 +1,39 @@
+"""Shared pytest fixtures: offline WordNet, tiny random models built once per session."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("NLTK_DATA", str(REPO / "resources" / "nltk_data"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_dir(tmp_path_factory) -> Path:
+    """A randomly initialised GPT-2-shaped causal LM with an in-process trained tokenizer."""
+    from csbench.models import build_random_model
+
+    return build_random_model("tiny-gpt2", tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+@pytest.fixture(scope="session")
+def tiny_neox_dir(tmp_path_factory) -> Path:
+    from csbench.models import build_random_model
+
+    return build_random_model("tiny-neox", tmp_path_factory.mktemp("tiny-neox"))
+
+
+@pytest.fixture(scope="session")
+def tiny_qa_dir(tmp_path_factory) -> Path:
+    from csbench.models import build_random_model
+
+    return build_random_model("tiny-bert-qa", tmp_path_factory.mktemp("tiny-bert-qa"))
