@@ -100,7 +100,7 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         uniq = list(dict.fromkeys(texts))
         keys = [text_key(t) for t in uniq]
-        found = self.cache.get(keys) if self.cache else {}
+        found = self.cache.get(keys) if self.cache is not None else {}
         missing = [i for i, k in enumerate(keys) if k not in found]
         if missing:
             log.info("encoding %d new texts (%d cached)", len(missing), len(uniq) - len(missing))
@@ -110,7 +110,7 @@ class Embedder:
                 vecs = self._encode([uniq[i] for i in part])
                 for i, v in zip(part, vecs):
                     found[keys[i]] = v
-                if self.cache:
+                if self.cache is not None:
                     self.cache.put([keys[i] for i in part], vecs)
         index = {t: found[k] for t, k in zip(uniq, keys)}
         return np.stack([index[t] for t in texts])
