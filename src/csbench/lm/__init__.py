@@ -1,0 +1,43 @@
+"""Shared LM scoring engine: summed continuation log-probabilities from a causal LM.
+
+API (stable; 20Q, ProtoQA and WinoWhat code against it)::
+
+    from csbench.lm import LMScorer
+
+    scorer = LMScorer(model_dir,                # local dir (resources/models/<name>) or HF id
+                      device="auto",            # auto | cpu | cuda[:N]   (config lm.device)
+                      dtype="auto",             # auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16 | float16
+                      batch_size="auto",        # int, or "auto": largest that fits, OOM backoff
+                      max_batch_size=256,       # bound for "auto"            (config lm.max_batch_size)
+                      cache_dir=None)           # e.g. f"{config['cache_dir']}/lm": per-item SQLite cache
+    out = scorer.loglikelihood([(context, continuation), ...], keys=None)
+    # -> list of (logprob: float, n_tokens: int), in request order.
+    #    logprob = sum over the continuation's tokens of log p(token | context, previous tokens),
+    #    n_tokens = number of continuation tokens.
+    # keys: optional list of str cache keys, one per request (e.g. "winogrande_dev/orig/<id>/1");
+    #    with cache_dir set, results are cached per (model, key, request text) and reused.
+
+    scorer.loglikelihood_rolling(texts)         # -> list of (logprob, n_tokens) of whole texts
+    scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
+                    top_p=1.0, do_sample=True, seed=0, stop=("\\n",))   # -> list[list[str]]
+
+    LMScorer.from_config(model_dir, config)     # reads config["lm"] and config["cache_dir"]
+
+Tokenisation follows lm-evaluation-harness exactly (so scores mean what the harness means):
+trailing whitespace of the context moves to the start of the continuation; the continuation's
+tokens are those of ``tokenize(context + continuation)`` after the first ``len(tokenize(context))``;
+an empty context is replaced by the end-of-text token. Sequences longer than the model's window
+are left-truncated.
+
+Speed: requests are sorted by length (longest first) and batched (right padding, no padding
+inside the real tokens); the final hidden states are projected to the vocabulary only at the
+continuation positions (never a full-vocabulary log-softmax over every position); requests that
+share a context and have single-token continuations are answered from one forward pass; exact
+duplicate requests are scored once. Results do not depend on batch size or order (fp32:
+|difference| <= 1e-5; the log-softmax is always computed in fp32).
+"""
+from __future__ import annotations
+
+from .score import LMScorer, encode_pair, request_fingerprint
+
+__all__ = ["LMScorer", "encode_pair", "request_fingerprint"]

@@ -1,0 +1,346 @@
+"""The scoring engine behind :class:`csbench.lm.LMScorer` (see the package docstring for the API)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Config attributes of models whose logits are not simply lm_head(final hidden state).
+_SPECIAL_LOGIT_ATTRS = ("final_logit_softcapping", "logit_scale", "logits_scaling",
+                        "output_multiplier_scale")
+
+
+def request_fingerprint(context: str, continuation: str) -> str:
+    """Stable hash of one request's text (part of the cache key)."""
+    return hashlib.sha1(f"{context}\x1f{continuation}".encode("utf-8")).hexdigest()
+
+
+def model_fingerprint(model_dir: str | Path) -> str:
+    """Hash identifying a model: its config, tokenizer and the names/sizes of its weight files."""
+    p = Path(str(model_dir))
+    h = hashlib.sha256()
+    if not p.is_dir():
+        h.update(str(model_dir).encode())
+        return h.hexdigest()
+    for name in sorted(os.listdir(p)):
+        f = p / name
+        if not f.is_file():
+            continue
+        if name.endswith((".json", ".txt", ".model")):
+            h.update(name.encode() + b"\0" + f.read_bytes())
+        else:
+            h.update(f"{name}\0{f.stat().st_size}".encode())
+    return h.hexdigest()
+
+
+def encode_pair(tokenizer, context: str, continuation: str, prefix_token_id: int,
+                add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
+    """Token ids of (context, continuation) exactly as lm-evaluation-harness builds them.
+
+    ``add_special_tokens=None`` uses the tokenizer's default (as the harness does when its
+    ``add_bos_token`` is unset).
+    """
+    kw = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+
+    def enc(s):
+        return tokenizer.encode(s, **kw)
+
+    if context == "":
+        return [prefix_token_id], enc(continuation)
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces > 0:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    whole = enc(context + continuation)
+    ctx = enc(context)
+    return ctx, whole[len(ctx):]
+
+
+@dataclass
+class _Row:
+    """One sequence fed to the model and the requests it answers."""
+    tokens: list[int]
+    members: list[tuple[int, int, list[int]]] = field(default_factory=list)  # (req idx, start, targets)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                                  getattr(torch.cuda, "OutOfMemoryError", None)) if t)
+    return isinstance(exc, oom_types) or "out of memory" in str(exc).lower()
+
+
+class _Cache:
+    """SQLite cache of scores per (model fingerprint + dtype, caller key, request hash)."""
+
+    def __init__(self, cache_dir: str | Path, model_key: str):
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        self.path = Path(cache_dir) / f"lm-{model_key[:24]}.sqlite"
+        self.model_key = model_key
+        self.con = sqlite3.connect(str(self.path), timeout=120)
+        self.con.execute("PRAGMA journal_mode=WAL")
+        self.con.execute("CREATE TABLE IF NOT EXISTS scores (model TEXT, key TEXT, req TEXT, "
+                         "logprob REAL, n_tokens INTEGER, PRIMARY KEY (model, key, req))")
+        self.con.commit()
+
+    def get(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int]]:
+        out = {}
+        for key, req in pairs:
+            row = self.con.execute("SELECT logprob, n_tokens FROM scores WHERE model=? AND key=? "
+                                   "AND req=?", (self.model_key, key, req)).fetchone()
+            if row is not None:
+                out[(key, req)] = (float(row[0]), int(row[1]))
+        return out
+
+    def put(self, items: list[tuple[str, str, float, int]]) -> None:
+        with self.con:
+            self.con.executemany("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?)",
+                                 [(self.model_key, k, r, lp, n) for k, r, lp, n in items])
+
+
+class LMScorer:
+    """Summed continuation log-probabilities from a causal LM (see :mod:`csbench.lm`)."""
+
+    def __init__(self, model_dir, device: str = "auto", dtype: str = "auto",
+                 batch_size: int | str = "auto", max_batch_size: int = 256,
+                 cache_dir: str | Path | None = None, add_bos_token: bool | None = None,
+                 max_length: int | None = None):
+        import torch
+
+        from ..models import load_causal_lm, pick_dtype
+
+        self.model, self.tokenizer = load_causal_lm(model_dir, device, dtype)
+        self.device = next(self.model.parameters()).device
+        self.dtype = next(self.model.parameters()).dtype
+        if dtype == "auto":
+            dtype = str(pick_dtype("auto", self.device.type)).replace("torch.", "")
+        if batch_size != "auto":
+            batch_size = int(batch_size)
+            if batch_size < 1:
+                raise ValueError("batch_size must be >= 1 or 'auto'")
+        self.batch_size = batch_size
+        self.max_batch_size = int(max_batch_size)
+        self.add_bos_token = add_bos_token
+        cfg = self.model.config
+        self.max_length = max_length or next(
+            (getattr(cfg, a) for a in ("max_position_embeddings", "n_positions", "n_ctx")
+             if getattr(cfg, a, None)), 2048)
+        tok = self.tokenizer
+        self.prefix_token_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        self.pad_token_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+        self.model_key = model_fingerprint(model_dir) + ":" + str(self.dtype)
+        self.cache = _Cache(cache_dir, self.model_key) if cache_dir else None
+        self._head = self.model.get_output_embeddings()
+        self._base = getattr(self.model, "base_model", None)
+        self._partial_logits = (
+            self._head is not None and self._base is not None and self._base is not self.model
+            and not any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in _SPECIAL_LOGIT_ATTRS))
+        self._auto_bs = None  # batch size found by the OOM backoff
+        self.stats = dict(requests=0, unique=0, cached=0, rows=0, batches=0, forward_tokens=0,
+                          padded_tokens=0, oom_backoffs=0, seconds=0.0)
+        torch.set_grad_enabled(False)
+
+    @classmethod
+    def from_config(cls, model_dir, config: dict, **kw) -> "LMScorer":
+        """Build from the validated workflow config (``lm`` section and ``cache_dir``)."""
+        lm = config.get("lm", {})
+        kw.setdefault("cache_dir", os.path.join(config.get("cache_dir", "results/cache"), "lm"))
+        return cls(model_dir, device=lm.get("device", "auto"), dtype=lm.get("dtype", "auto"),
+                   batch_size=lm.get("batch_size", "auto"),
+                   max_batch_size=lm.get("max_batch_size", 256), **kw)
+
+    # ------------------------------------------------------------------ public API
+    def encode(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        return encode_pair(self.tokenizer, context, continuation, self.prefix_token_id,
+                           self.add_bos_token)
+
+    def loglikelihood(self, requests, keys=None) -> list[tuple[float, int]]:
+        """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``."""
+        requests = [(str(c), str(x)) for c, x in requests]
+        if keys is not None and len(keys) != len(requests):
+            raise ValueError("keys must have one entry per request")
+        t0 = time.perf_counter()
+        self.stats["requests"] += len(requests)
+        results: list[tuple[float, int] | None] = [None] * len(requests)
+        ckeys = [(keys[i] if keys is not None else "", request_fingerprint(*r))
+                 for i, r in enumerate(requests)]
+        if self.cache is not None:
+            hit = self.cache.get(ckeys)
+            for i, ck in enumerate(ckeys):
+                if ck in hit:
+                    results[i] = hit[ck]
+            self.stats["cached"] += len(hit)
+        todo = [i for i, r in enumerate(results) if r is None]
+        # Encode and deduplicate identical token sequences.
+        uniq: dict[tuple, int] = {}
+        enc: list[tuple[list[int], list[int]]] = []
+        where: list[int] = []
+        for i in todo:
+            ctx, cont = self.encode(*requests[i])
+            if not cont:
+                raise ValueError(f"request {i}: the continuation {requests[i][1]!r} has no tokens")
+            k = (tuple(ctx), tuple(cont))
+            if k not in uniq:
+                uniq[k] = len(enc)
+                enc.append((ctx, cont))
+            where.append(uniq[k])
+        self.stats["unique"] += len(enc)
+        scores = self._score_encoded(enc)
+        new = []
+        for i, u in zip(todo, where):
+            results[i] = scores[u]
+            new.append((ckeys[i][0], ckeys[i][1], scores[u][0], scores[u][1]))
+        if self.cache is not None and new:
+            self.cache.put(new)
+        self.stats["seconds"] += time.perf_counter() - t0
+        return results  # type: ignore[return-value]
+
+    def loglikelihood_rolling(self, texts) -> list[tuple[float, int]]:
+        """Log-probability of whole texts (conditioned on the end-of-text/BOS token)."""
+        return self.loglikelihood([("", t) for t in texts])
+
+    def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
+                 temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
+                 do_sample: bool = True, seed: int = 0, stop=("\n",),
+                 batch_size: int = 16) -> list[list[str]]:
+        """Sample ``num_samples`` continuations per prompt; text is cut at the first stop string."""
+        import torch
+
+        tok = self.tokenizer
+        out: list[list[str]] = []
+        torch.manual_seed(seed)
+        for s in range(0, len(prompts), batch_size):
+            chunk = list(prompts[s:s + batch_size])
+            ids = [tok.encode(p, **({} if self.add_bos_token is None else
+                                 {"add_special_tokens": self.add_bos_token}))
+                   or [self.prefix_token_id]
+                   for p in chunk]
+            width = max(len(x) for x in ids)
+            inp = torch.tensor([[self.pad_token_id] * (width - len(x)) + x for x in ids],
+                               device=self.device)
+            mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids],
+                                device=self.device)
+            kw = dict(max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
+                      do_sample=do_sample, pad_token_id=self.pad_token_id)
+            if do_sample:
+                kw.update(temperature=temperature, top_k=top_k or None, top_p=top_p)
+            gen = self.model.generate(input_ids=inp, attention_mask=mask, **kw)
+            texts = tok.batch_decode(gen[:, width:], skip_special_tokens=True)
+            for j in range(len(chunk)):
+                samples = []
+                for t in texts[j * num_samples:(j + 1) * num_samples]:
+                    for st in stop or ():
+                        if st in t:
+                            t = t[:t.index(st)]
+                    samples.append(t)
+                out.append(samples)
+        return out
+
+    # ------------------------------------------------------------------ internals
+    def _rows(self, enc) -> list[_Row]:
+        """Build model inputs; single-token continuations sharing a context share a row."""
+        L = self.max_length
+        rows: list[_Row] = []
+        shared: dict[tuple, _Row] = {}
+        for u, (ctx, cont) in enumerate(enc):
+            inp = (ctx + cont)[-(L + 1):][:-1]
+            if len(cont) == 1:
+                key = tuple(inp)
+                row = shared.get(key)
+                if row is None:
+                    row = shared[key] = _Row(inp)
+                    rows.append(row)
+                row.members.append((u, len(inp) - 1, cont))
+            else:
+                start = len(inp) - len(cont)
+                rows.append(_Row(inp, [(u, start, cont)]))
+        return rows
+
+    def _score_encoded(self, enc) -> list[tuple[float, int]]:
+        if not enc:
+            return []
+        rows = self._rows(enc)
+        # Longest first (so an OOM shows up on the first batch); ties broken by content.
+        rows.sort(key=lambda r: (-len(r.tokens), r.tokens))
+        self.stats["rows"] += len(rows)
+        out: list[tuple[float, int] | None] = [None] * len(enc)
+        bs = self._start_batch_size()
+        i = 0
+        while i < len(rows):
+            batch = rows[i:i + bs]
+            try:
+                self._run_batch(batch, out)
+            except Exception as exc:  # noqa: BLE001 - only OOM is handled
+                if self.batch_size != "auto" or not _is_oom(exc) or bs == 1:
+                    raise
+                self._free_memory()
+                bs = max(1, bs // 2)
+                self._auto_bs = bs
+                self.stats["oom_backoffs"] += 1
+                log.warning("out of memory at batch size %d; retrying with %d", bs * 2, bs)
+                continue
+            i += len(batch)
+        return out  # type: ignore[return-value]
+
+    def _start_batch_size(self) -> int:
+        if self.batch_size != "auto":
+            return int(self.batch_size)
+        if self._auto_bs is not None:
+            return self._auto_bs
+        if self.device.type == "cpu":
+            return min(self.max_batch_size, 32)
+        return self.max_batch_size
+
+    def _free_memory(self):
+        import gc
+
+        import torch
+
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def _forward_hidden(self, input_ids):
+        """Final hidden states [B, T, H] (or logits when the model needs its own head)."""
+        if self._partial_logits:
+            return self._base(input_ids=input_ids, use_cache=False).last_hidden_state
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+    def _run_batch(self, batch: list[_Row], out) -> None:
+        import torch
+
+        width = max(len(r.tokens) for r in batch)
+        ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
+        bi, ti, tgt, owner = [], [], [], []
+        for b, r in enumerate(batch):
+            ids[b, :len(r.tokens)] = torch.tensor(r.tokens, dtype=torch.long)
+            for u, start, targets in r.members:
+                n = len(targets)
+                bi.extend([b] * n)
+                ti.extend(range(start, start + n))
+                tgt.extend(targets)
+                owner.extend([(u, n)] * n)
+        ids = ids.to(self.device)
+        hidden = self._forward_hidden(ids)
+        picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
+        logits = self._head(picked) if self._partial_logits else picked
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        tok_lp = logp.gather(1, torch.tensor(tgt, device=self.device)[:, None])[:, 0].cpu().double()
+        sums: dict[int, float] = {}
+        counts: dict[int, int] = {}
+        for (u, n), v in zip(owner, tok_lp.tolist()):
+            sums[u] = sums.get(u, 0.0) + v
+            counts[u] = n
+        for u, s in sums.items():
+            out[u] = (float(s), counts[u])
+        self.stats["batches"] += 1
+        self.stats["forward_tokens"] += sum(len(r.tokens) for r in batch)
+        self.stats["padded_tokens"] += width * len(batch)
