@@ -3,13 +3,14 @@
 import os
 
 from csbench.config import validate as validate_config
+from csbench.wordnet import use_nltk_data
 
 
 configfile: "config.yaml"
 
 
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
-os.environ["NLTK_DATA"] = os.path.abspath(config["nltk_data"])
+use_nltk_data(config["nltk_data"])  # exported to every job
 
 
 include: "workflow/rules/common.smk"

@@ -23,6 +23,12 @@ def ensure_nltk_path() -> None:
             nltk.data.path.insert(0, p)
 
 
+def use_nltk_data(path: str | Path) -> None:
+    """Export ``NLTK_DATA`` (absolute) so this process and every child job find WordNet."""
+    os.environ["NLTK_DATA"] = str(Path(path).resolve())
+    ensure_nltk_path()
+
+
 @functools.lru_cache(maxsize=1)
 def wordnet():
     """Return the loaded NLTK WordNet reader (loaded once per process)."""

@@ -53,6 +53,19 @@ def model_spec(name):
     raise WorkflowError(f"model {name!r} is not configured under models.lm or models.qa")
 
 
+def normalise_inputs(wildcards):
+    files = source_tables(wildcards.source).get(wildcards.table)
+    if files is None:
+        raise WorkflowError(f"source {wildcards.source!r} has no table {wildcards.table!r}")
+    return {f: f"{RAW}/{wildcards.source}/{f}" for f in files}
+
+
+def all_data_tables():
+    return [
+        f"{DATA}/{s}/{t}.parquet" for s in csbench.data.SOURCES for t in source_tables(s)
+    ]
+
+
 # Target registry: each task's .smk registers a function returning its final outputs.
 TARGETS = {}
 

@@ -13,7 +13,6 @@ for _src in [s for s in csbench.data.SOURCES if wanted_files(config["sources"][s
             source=_src,
             cfg=config["sources"][_src],
             mirror=config["mirror"],
-            outdir=f"{RAW}/{_src}",
         log:
             f"logs/raw/{_src}.log",
         localrule: True
@@ -24,16 +23,9 @@ for _src in [s for s in csbench.data.SOURCES if wanted_files(config["sources"][s
             "../scripts/download.py"
 
 
-def _normalise_inputs(wildcards):
-    files = source_tables(wildcards.source).get(wildcards.table)
-    if files is None:
-        raise WorkflowError(f"source {wildcards.source!r} has no table {wildcards.table!r}")
-    return {f: f"{RAW}/{wildcards.source}/{f}" for f in files}
-
-
 rule normalise:
     input:
-        unpack(_normalise_inputs),
+        unpack(normalise_inputs),
     output:
         f"{DATA}/{{source}}/{{table}}.parquet",
     log:
@@ -44,12 +36,6 @@ rule normalise:
         "../../envs/core.yaml"
     script:
         "../scripts/normalise.py"
-
-
-def all_data_tables():
-    return [
-        f"{DATA}/{s}/{t}.parquet" for s in csbench.data.SOURCES for t in source_tables(s)
-    ]
 
 
 rule data:
