@@ -9,6 +9,9 @@ from csbench.wordnet import use_nltk_data
 configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 use_nltk_data(config["nltk_data"])  # exported to every job
 
