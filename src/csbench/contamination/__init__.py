@@ -1,0 +1,1 @@
+"""Contamination scans: find benchmark items in pretraining corpora (exact, n-gram, semantic)."""

@@ -1,0 +1,166 @@
+"""Corpus inputs: expand globs, plan shards (files or byte ranges), stream documents.
+
+A corpus is ``{paths: [globs], format: jsonl|parquet|text, text_field, id_field}``. Files may be
+plain, gzip (``.gz``) or zstandard (``.zst``). A shard is a list of pieces ``(path, start, end)``:
+small files are packed together, and a large uncompressed JSON-lines file is cut into byte ranges
+(a line belongs to the range its first byte falls in), so shards run as independent jobs and the
+memory of one job never depends on the corpus size.
+"""
+from __future__ import annotations
+
+import glob
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import InputError
+
+FORMATS = ("jsonl", "parquet", "text")
+COMPRESSED = (".gz", ".zst")
+READ_BLOCK = 1 << 22
+
+
+def expand_paths(name: str, globs: list[str]) -> list[str]:
+    """Sorted files matched by a corpus's globs; an unmatched glob is an error naming it."""
+    files: set[str] = set()
+    for pattern in globs:
+        hits = [p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
+        if not hits:
+            raise InputError(pattern, f"corpus {name!r}: glob matches no file")
+        files.update(hits)
+    return sorted(files)
+
+
+def plan_shards(files: list[str], fmt: str, shard_bytes: int) -> list[list[tuple[str, int, int]]]:
+    """Group files into shards of about ``shard_bytes`` (on-disk size); end -1 means end of file."""
+    shards: list[list[tuple[str, int, int]]] = []
+    current: list[tuple[str, int, int]] = []
+    size = 0
+    for path in files:
+        n = os.path.getsize(path)
+        splittable = fmt == "jsonl" and not path.endswith(COMPRESSED)
+        if splittable and n > shard_bytes:
+            if current:
+                shards.append(current)
+                current, size = [], 0
+            k = -(-n // shard_bytes)
+            cuts = [round(i * n / k) for i in range(k + 1)]
+            shards.extend([[(path, a, b)] for a, b in zip(cuts, cuts[1:])])
+            continue
+        if current and size + n > shard_bytes:
+            shards.append(current)
+            current, size = [], 0
+        current.append((path, 0, -1))
+        size += n
+    if current:
+        shards.append(current)
+    return shards
+
+
+def open_binary(path: str):
+    """Binary stream of a plain, .gz or .zst file."""
+    if not os.path.exists(path):
+        raise InputError(path, "file not found")
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if path.endswith(".zst"):
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")),
+                                 buffer_size=READ_BLOCK)
+    return open(path, "rb", buffering=READ_BLOCK)
+
+
+def _lines(path: str, start: int, end: int) -> Iterator[tuple[int, int | None, bytes]]:
+    """Yield (byte offset, line number or None, line) of the lines starting in [start, end)."""
+    with open_binary(path) as fh:
+        lineno: int | None = 0
+        pos = 0
+        if start > 0:
+            fh.seek(start - 1)
+            pos = start - 1 + len(fh.readline())   # finish the line that straddles the cut
+            lineno = None
+        for line in fh:
+            if end >= 0 and pos >= end:
+                break
+            if lineno is not None:
+                lineno += 1
+            yield pos, lineno, line
+            pos += len(line)
+
+
+def iter_documents(piece: tuple[str, int, int], fmt: str, text_field: str = "text",
+                   id_field: str | None = None) -> Iterator[tuple[str, bytes]]:
+    """Yield ``(document id, UTF-8 text)`` of one shard piece.
+
+    Document ids are the ``id_field`` value or, without one, ``<file>:<line>`` (jsonl; ``@<byte>``
+    inside a byte range), ``<file>#<row>`` (parquet) or the file name (text).
+    """
+    path, start, end = piece
+    if fmt == "text":
+        with open_binary(path) as fh:
+            yield path, fh.read()
+        return
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path)
+        cols = [text_field] + ([id_field] if id_field else [])
+        missing = [c for c in cols if c not in pf.schema_arrow.names]
+        if missing:
+            raise InputError(path, f"missing column(s) {', '.join(missing)}")
+        row = 0
+        for batch in pf.iter_batches(columns=cols, batch_size=8192):
+            texts = batch.column(0).to_pylist()
+            ids = batch.column(1).to_pylist() if id_field else None
+            for i, t in enumerate(texts):
+                if t is None:
+                    continue
+                if not isinstance(t, str):
+                    raise InputError(path, f"row {row + i}: field {text_field!r} is not a string")
+                yield (str(ids[i]) if ids else f"{path}#{row + i}"), t.encode("utf-8")
+            row += len(texts)
+        return
+    if fmt != "jsonl":
+        raise InputError(path, f"unknown corpus format {fmt!r} (expected one of {FORMATS})")
+    loads = json.loads
+    for pos, lineno, line in _lines(path, start, end):
+        if not line.strip():
+            continue
+        try:
+            rec = loads(line)
+        except ValueError as exc:
+            where = lineno if lineno is not None else None
+            raise InputError(path, f"invalid JSON at byte {pos} ({exc})", where) from None
+        if not isinstance(rec, dict) or text_field not in rec:
+            raise InputError(path, f"record at byte {pos} has no field {text_field!r}", lineno)
+        text = rec[text_field]
+        if not isinstance(text, str):
+            raise InputError(path, f"field {text_field!r} at byte {pos} is not a string", lineno)
+        if id_field:
+            if id_field not in rec:
+                raise InputError(path, f"record at byte {pos} has no field {id_field!r}", lineno)
+            doc_id = str(rec[id_field])
+        else:
+            doc_id = f"{path}:{lineno}" if lineno is not None else f"{path}@{pos}"
+        yield doc_id, text.encode("utf-8")
+
+
+def shard_documents(shard, fmt: str, text_field: str = "text", id_field: str | None = None):
+    for piece in shard:
+        yield from iter_documents(tuple(piece), fmt, text_field, id_field)
+
+
+def shard_size(shard) -> int:
+    """On-disk bytes of a shard (for throughput figures)."""
+    total = 0
+    for path, start, end in shard:
+        total += (end if end >= 0 else os.path.getsize(path)) - start
+    return total
+
+
+__all__ = ["FORMATS", "expand_paths", "plan_shards", "iter_documents", "shard_documents",
+           "open_binary", "shard_size", "Path"]

@@ -1,0 +1,285 @@
+"""Lexical contamination scan (methods ``exact`` and ``ngram``) over a stream of documents.
+
+Benchmark probes (one row per text to look for: ``benchmark, item_id, probe, kind, text``, kind
+``full`` or ``part``) are turned into hash keys:
+
+* ``ngram``: every word n-gram of a full probe; a full probe shorter than n (but at least
+  ``min_words`` long) is one key of its own length;
+* ``exact``: the first n-gram of a probe (or the whole probe when shorter) is an anchor; a hit is
+  then extended word by word. A full probe found whole is an exact hit; so is an item whose parts
+  (for WinoGrande, the text before and after the blank) occur in order in one document, each
+  within ``max_gap`` words of the previous (the blank's filler), whatever fills the gap.
+
+Documents are batched into buffers of about ``batch_bytes``; each batch is tokenised and hashed
+with numpy (:mod:`.hashing`), n-grams that cross a document boundary are dropped, candidates pass a
+bit-table pre-filter and a binary search, and every surviving hit is verified word by word, so a
+hash collision can never report a false match. Memory depends on the probes and the batch size only.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import hashing as H
+
+log = logging.getLogger(__name__)
+EVIDENCE_CHARS = 300
+TABLE_BITS = 22
+
+
+@dataclass
+class Probe:
+    benchmark: str
+    item_id: str
+    probe: str
+    kind: str
+    words: list[bytes]
+    hashes: np.ndarray
+
+
+class ProbeIndex:
+    """Hash keys of all probes, per n-gram length, with a shared bit-table pre-filter."""
+
+    def __init__(self, probes: pd.DataFrame, n: int = 13, min_words: int = 8,
+                 methods=("exact", "ngram"), max_gap: int = 4):
+        self.n, self.min_words, self.methods = n, min_words, tuple(methods)
+        self.max_gap = max_gap
+        self.probes: list[Probe] = []
+        for row in probes.itertuples(index=False):
+            buf = H.normalise_bytes(H.fold(str(row.text)).encode("utf-8"))
+            s, e, h = H.tokenise(buf)
+            words = [buf[a:b] for a, b in zip(s, e)]
+            self.probes.append(Probe(str(row.benchmark), str(row.item_id), str(row.probe),
+                                     str(row.kind), words, h))
+        self.parts = defaultdict(list)    # (benchmark, item) -> part probe indices
+        keys = defaultdict(list)          # length -> [(hash, probe, pos)]
+        for i, p in enumerate(self.probes):
+            m = len(p.words)
+            if m < min_words:
+                continue
+            if p.kind == "part":
+                if "exact" in methods:
+                    self.parts[(p.benchmark, p.item_id)].append(i)
+                    L = min(m, n)
+                    keys[L].append((H.sequence_hash(p.hashes[:L]), i, 0))
+                continue
+            if m < n:
+                keys[m].append((H.sequence_hash(p.hashes), i, 0))
+            elif "ngram" in methods:
+                g = H.ngram_hashes(H.ngram_prefix(p.hashes), n)
+                keys[n].extend((int(x), i, j) for j, x in enumerate(g))
+            else:
+                keys[n].append((H.sequence_hash(p.hashes[:n]), i, 0))
+        # an item's parts rule needs at least two parts long enough to search for
+        self.parts = {k: v for k, v in self.parts.items() if len(v) >= 2}
+        self.table = np.zeros(1 << TABLE_BITS, dtype=bool)
+        self.keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        for L, rows in keys.items():
+            arr = np.array([r[0] for r in rows], dtype=np.uint64)
+            order = np.argsort(arr, kind="stable")
+            arr = arr[order]
+            probe = np.array([r[1] for r in rows], dtype=np.int64)[order]
+            pos = np.array([r[2] for r in rows], dtype=np.int64)[order]
+            uniq, first = np.unique(arr, return_index=True)
+            bounds = np.append(first, len(arr))
+            self.keys[L] = (uniq, bounds, probe, pos)
+            self.table[(uniq >> np.uint64(64 - TABLE_BITS)).astype(np.int64)] = True
+        self.lengths = sorted(self.keys)
+
+    def n_positions(self, i: int) -> int:
+        m = len(self.probes[i].words)
+        return 1 if m < self.n else m - self.n + 1
+
+
+@dataclass
+class Evidence:
+    doc_id: str
+    offset: int
+    text: str
+
+
+@dataclass
+class ProbeResult:
+    positions: set = field(default_factory=set)
+    span: int = 0
+    span_ev: Evidence | None = None
+    exact_count: int = 0
+    exact_ev: Evidence | None = None
+    hits: int = 0
+
+
+class Scanner:
+    """Scan document batches against a :class:`ProbeIndex`; collect per-probe results."""
+
+    def __init__(self, index: ProbeIndex, batch_bytes: int = 1 << 18):
+        self.index = index
+        self.batch_bytes = batch_bytes
+        self.results: dict[int, ProbeResult] = defaultdict(ProbeResult)
+        self.parts_ev: dict[tuple, Evidence] = {}
+        self.parts_count: dict[tuple, int] = defaultdict(int)
+        self.bytes = 0
+        self.docs = 0
+        self.candidates = 0
+        self.seconds = 0.0
+
+    # -- streaming -------------------------------------------------------------------------
+    def scan(self, documents) -> "Scanner":
+        ids: list[str] = []
+        bufs: list[bytes] = []
+        size = 0
+        for doc_id, text in documents:
+            self.bytes += len(text)
+            self.docs += 1
+            ids.append(doc_id)
+            bufs.append(H.normalise_bytes(text))
+            size += len(text) + 1
+            if size >= self.batch_bytes:
+                self._batch(ids, bufs)
+                ids, bufs, size = [], [], 0
+        if bufs:
+            self._batch(ids, bufs)
+        return self
+
+    def _batch(self, ids: list[str], bufs: list[bytes]) -> None:
+        t0 = time.perf_counter()
+        idx = self.index
+        buf = b"\n".join(bufs)
+        lens = np.fromiter((len(b) + 1 for b in bufs), dtype=np.int64, count=len(bufs))
+        doc_start = np.concatenate(([0], np.cumsum(lens)[:-1]))
+        starts, ends, wh = H.tokenise(buf)
+        if len(wh) == 0:
+            self.seconds += time.perf_counter() - t0
+            return
+        word_doc = np.searchsorted(doc_start, starts, side="right") - 1
+        prefix = H.ngram_prefix(wh)
+        hits = []   # (probe, pos, word index, length)
+        shift = np.uint64(64 - TABLE_BITS)
+        for L in idx.lengths:
+            g = H.ngram_hashes(prefix, L)
+            if len(g) == 0:
+                continue
+            cand = np.flatnonzero(idx.table[(g >> shift).astype(np.intp)])
+            if len(cand) == 0:
+                continue
+            cand = cand[word_doc[cand] == word_doc[cand + L - 1]]
+            uniq, bounds, probe, pos = idx.keys[L]
+            gv = g[cand]
+            j = np.searchsorted(uniq, gv)
+            j[j == len(uniq)] = 0
+            ok = uniq[j] == gv
+            self.candidates += int(len(cand))
+            for k, jj in zip(cand[ok].tolist(), j[ok].tolist()):
+                for r in range(bounds[jj], bounds[jj + 1]):
+                    hits.append((int(probe[r]), int(pos[r]), k, L))
+        if hits:
+            self._record(hits, buf, starts, ends, word_doc, doc_start, ids)
+        self.seconds += time.perf_counter() - t0
+
+    # -- hits --------------------------------------------------------------------------------
+    def _evidence(self, buf, starts, ends, doc_start, ids, d, k0, k1) -> Evidence:
+        a, b = int(starts[k0]), int(ends[k1])
+        text = buf[a:min(b, a + 4 * EVIDENCE_CHARS)].decode("utf-8", errors="replace")
+        return Evidence(ids[d], a - int(doc_start[d]), text[:EVIDENCE_CHARS])
+
+    def _record(self, hits, buf, starts, ends, word_doc, doc_start, ids) -> None:
+        idx = self.index
+        nw = len(starts)
+
+        def word(k):
+            return buf[starts[k]:ends[k]]
+
+        chains = defaultdict(list)          # (probe, doc) -> [(pos, k)]
+        parts_found = defaultdict(dict)     # (benchmark, item, doc) -> {probe: k}
+        for p, pos, k, L in hits:
+            pr = idx.probes[p]
+            if [word(k + i) for i in range(L)] != pr.words[pos:pos + L]:
+                continue                     # hash collision
+            d = int(word_doc[k])
+            res = self.results[p]
+            res.hits += 1
+            m = len(pr.words)
+            if pos == 0 and "exact" in idx.methods:
+                whole = m <= L or (k + m <= nw and word_doc[k + m - 1] == d
+                                   and [word(k + i) for i in range(L, m)] == pr.words[L:])
+                if whole:
+                    if pr.kind == "full":
+                        res.exact_count += 1
+                        if res.exact_ev is None:
+                            res.exact_ev = self._evidence(buf, starts, ends, doc_start, ids, d,
+                                                          k, k + m - 1)
+                    else:
+                        parts_found[(pr.benchmark, pr.item_id, d)][p] = k
+            if pr.kind == "full" and "ngram" in idx.methods and (m >= idx.n or m <= L):
+                res.positions.add(pos)
+                chains[(p, d)].append((pos, k))
+        for (p, d), lst in chains.items():
+            lst = sorted(set(lst), key=lambda t: t[1])
+            L = min(len(idx.probes[p].words), idx.n)
+            best, best_end, run = 0, 0, 0
+            prev = None
+            for i, (pos, k) in enumerate(lst):
+                run = run + 1 if prev is not None and pos == prev[0] + 1 and k == prev[1] + 1 else 1
+                if run > best:
+                    best, best_end = run, i
+                prev = (pos, k)
+            span = best + L - 1
+            res = self.results[p]
+            if span > res.span:
+                k_end = lst[best_end][1]
+                k_start = k_end - best + 1
+                res.span = span
+                res.span_ev = self._evidence(buf, starts, ends, doc_start, ids, d, k_start,
+                                             k_end + L - 1)
+        for (bench, item, d), found in parts_found.items():
+            need = idx.parts.get((bench, item))
+            if not need or not all(p in found for p in need):
+                continue
+            # parts must occur in order, each within max_gap words of the previous one's end
+            ks = [found[p] for p in need]
+            gaps = [ks[i + 1] - (ks[i] + len(idx.probes[need[i]].words)) for i in range(len(ks) - 1)]
+            if all(0 <= g <= idx.max_gap for g in gaps):
+                key = (bench, item)
+                self.parts_count[key] += 1
+                if key not in self.parts_ev:
+                    k1 = ks[-1] + len(idx.probes[need[-1]].words) - 1
+                    self.parts_ev[key] = self._evidence(buf, starts, ends, doc_start, ids, d,
+                                                        ks[0], k1)
+
+    # -- output ------------------------------------------------------------------------------
+    def table(self) -> pd.DataFrame:
+        """One row per (probe, method) with a hit; ``probe`` is ``parts`` for the parts rule."""
+        idx = self.index
+        rows = []
+        for p, res in sorted(self.results.items()):
+            pr = idx.probes[p]
+            base = dict(benchmark=pr.benchmark, item_id=pr.item_id, probe=pr.probe)
+            if res.positions:
+                ev = res.span_ev
+                rows.append(dict(base, method="ngram", positions=sorted(res.positions),
+                                 n_positions=idx.n_positions(p), span=res.span, count=res.hits,
+                                 score=np.nan, doc_id=ev.doc_id, offset=ev.offset, text=ev.text))
+            if res.exact_count:
+                ev = res.exact_ev
+                rows.append(dict(base, method="exact", positions=[], n_positions=1,
+                                 span=len(pr.words), count=res.exact_count, score=np.nan,
+                                 doc_id=ev.doc_id, offset=ev.offset, text=ev.text))
+        for (bench, item), ev in sorted(self.parts_ev.items()):
+            rows.append(dict(benchmark=bench, item_id=item, probe="parts", method="exact",
+                             positions=[], n_positions=1, span=0,
+                             count=self.parts_count[(bench, item)], score=np.nan,
+                             doc_id=ev.doc_id, offset=ev.offset, text=ev.text))
+        return pd.DataFrame(rows, columns=SHARD_COLUMNS)
+
+    def stats(self) -> dict:
+        return dict(documents=self.docs, bytes=self.bytes, candidates=self.candidates,
+                    seconds=round(self.seconds, 3),
+                    mb_per_s=round(self.bytes / 1e6 / self.seconds, 1) if self.seconds else None)
+
+
+SHARD_COLUMNS = ["benchmark", "item_id", "probe", "method", "positions", "n_positions", "span",
+                 "count", "score", "doc_id", "offset", "text"]

@@ -1,0 +1,206 @@
+"""Contamination scans: normalisation, n-grams at document and shard boundaries, compressed
+inputs, the exact/ngram/parts rules, gathering and the Mann-Whitney statistics."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import zstandard
+
+from csbench.contamination import corpus as C
+from csbench.contamination import hashing as H
+from csbench.contamination.effect import effect
+from csbench.contamination.gather import gather, summary
+from csbench.contamination.items import blank_probes, extract
+from csbench.contamination.scan import ProbeIndex, Scanner
+from csbench.errors import InputError
+from csbench.text import fold
+
+SENT = "Sarah was a much better surgeon than Maria so _ always got the easier cases."
+WG = pd.DataFrame({"id": ["q1", "q2"], "sentence": [SENT, "The trophy doesn't fit into the brown "
+                   "suitcase because the _ is too large for it to fit inside."],
+                   "option1": ["Sarah", "trophy"], "option2": ["Maria", "suitcase"],
+                   "answer": [2, 1]})
+
+
+def probes():
+    return extract("winogrande_dev", WG)
+
+
+def scan(docs, methods=("exact", "ngram"), n=13, min_words=4, batch=1 << 18):
+    idx = ProbeIndex(probes(), n=n, min_words=min_words, methods=methods)
+    return Scanner(idx, batch_bytes=batch).scan(docs)
+
+
+def brute_words(text: str) -> list[str]:
+    return fold(text).split()
+
+
+def test_corpus_normalisation_matches_fold():
+    texts = ["It’s “FINE” — really…  Café\u00a0au lait; x_y 3.5%",
+             "ＦＵＬＬＷＩＤＴＨ ｔｅｘｔ and ﬁne ligatures", "tab\tand\nnew-line", ""]
+    for t in texts:
+        buf = H.normalise_bytes(t.encode())
+        s, e, _ = H.tokenise(buf)
+        assert [buf[a:b].decode() for a, b in zip(s, e)] == brute_words(t)
+        # same word hashes on the benchmark side
+        w, h = H.text_hashes(t)
+        assert np.array_equal(h, H.tokenise(buf)[2])
+
+
+def test_ngram_hashes_equal_sequence_hashes():
+    _, h = H.text_hashes("a b c d e f g a b c d e f g h")
+    g = H.ngram_hashes(H.ngram_prefix(h), 7)
+    assert len(g) == 9 and g[0] == g[7] and g[0] != g[1]
+    assert int(g[3]) == H.sequence_hash(h[3:10])
+    assert len(H.ngram_hashes(H.ngram_prefix(h[:5]), 7)) == 0
+
+
+def test_items_winogrande():
+    p = probes()
+    q1 = p[p.item_id == "q1"]
+    assert list(q1.probe) == ["option1", "option2", "left", "right"]
+    assert q1.text.iloc[1] == SENT.replace("_", "Maria")
+    assert list(q1.kind) == ["full", "full", "part", "part"]
+    with pytest.raises(InputError, match="blank"):
+        blank_probes("x", "1", "no blank here", ("a", "b"), "t.parquet", 3)
+    with pytest.raises(InputError, match="option2"):
+        extract("winogrande_dev", WG.drop(columns="option2"), "wg.parquet")
+    sq = extract("squad_v2_dev", pd.DataFrame({"id": ["a"], "question": ["What is it?"]}))
+    assert list(sq.kind) == ["full"]
+
+
+def test_planted_variants():
+    filled = SENT.replace("_", "Maria")
+    docs = [
+        ("verbatim", f"Some text. {filled} More text.".encode()),
+        ("recased", filled.upper().replace(" ", " ,  ").replace(".", "!!").encode()),
+        ("linebreak", filled.replace("surgeon ", "surgeon\n").encode()),
+        ("otherfill", SENT.replace("_", "the junior doctor").encode()),
+        ("paraphrase", b"Maria always got the easier cases because Sarah was the better surgeon."),
+        ("distractor", b"Sarah was a much better cook than Maria so she always got the harder "
+                       b"dishes."),
+    ]
+    t = scan(docs).table()
+    exact = t[(t.method == "exact") & (t.probe == "option2")]
+    assert exact["count"].iloc[0] == 3        # verbatim, recased, split across a line break
+    parts = t[(t.method == "exact") & (t.probe == "parts")]
+    assert parts["count"].iloc[0] == 4        # ... plus any filler in the blank
+    assert not (t.doc_id.isin(["paraphrase", "distractor"])).any()
+    ng = t[(t.method == "ngram") & (t.probe == "option2")].iloc[0]
+    assert ng.span == 15 and ng.n_positions == 3 and ng.positions == [0, 1, 2]
+    assert ng.doc_id == "verbatim" and ng.offset == len("Some text. ")
+    assert ng.text.startswith("sarah was a much")
+
+
+def test_ngrams_do_not_cross_document_boundaries():
+    filled = SENT.replace("_", "Maria").split()
+    a, b = " ".join(filled[:7]).encode(), " ".join(filled[7:]).encode()
+    t = scan([("a", a), ("b", b)], batch=1 << 20).table()
+    assert t.empty
+    # the same text as one document matches
+    assert not scan([("ab", a + b" " + b)]).table().empty
+
+
+def test_batching_does_not_change_results():
+    filled = SENT.replace("_", "Sarah")
+    docs = [(f"d{i}", (f"filler {i} " * 40 + (filled if i % 7 == 3 else "")).encode())
+            for i in range(60)]
+    t1 = scan(docs, batch=1 << 20).table()
+    t2 = scan(docs, batch=64).table()
+    pd.testing.assert_frame_equal(t1, t2)
+    assert t1[t1.method == "exact"]["count"].iloc[0] == 9
+
+
+def test_hash_collision_is_verified(monkeypatch):
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    # poison the key table so that every n-gram of the document looks like a candidate
+    L = idx.lengths[-1]
+    _, h = H.text_hashes("zz " * 30)
+    fake = H.ngram_hashes(H.ngram_prefix(h), L)[:1]
+    uniq, bounds, probe, pos = idx.keys[L]
+    idx.keys[L] = (np.concatenate([fake, uniq]), np.concatenate([[0], bounds + 1]),
+                   np.concatenate([[0], probe]), np.concatenate([[0], pos]))
+    idx.table[:] = True
+    s = Scanner(idx).scan([("z", ("zz " * 30).encode())])
+    assert s.table().empty and s.candidates > 0
+
+
+def _write_corpus(tmp_path, n=50):
+    filled = SENT.replace("_", "Maria")
+    recs = [{"id": f"doc{i}", "text": f"line {i} " * 20 + (filled if i in (3, 31, 49) else "")}
+            for i in range(n)]
+    lines = "".join(json.dumps(r) + "\n" for r in recs).encode()
+    (tmp_path / "c.jsonl").write_bytes(lines)
+    (tmp_path / "c.jsonl.gz").write_bytes(gzip.compress(lines))
+    (tmp_path / "c.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(lines))
+    return recs, lines
+
+
+def test_compressed_inputs(tmp_path):
+    recs, _ = _write_corpus(tmp_path)
+    for name in ("c.jsonl", "c.jsonl.gz", "c.jsonl.zst"):
+        docs = list(C.iter_documents((str(tmp_path / name), 0, -1), "jsonl", "text", "id"))
+        assert [d for d, _ in docs] == [r["id"] for r in recs]
+    t = scan(C.iter_documents((str(tmp_path / "c.jsonl.zst"), 0, -1), "jsonl", "text", "id"))
+    assert t.table().query("method == 'exact' and probe == 'option2'")["count"].iloc[0] == 3
+    (tmp_path / "doc.txt.gz").write_bytes(gzip.compress(b"plain text document"))
+    assert list(C.iter_documents((str(tmp_path / "doc.txt.gz"), 0, -1), "text")) == \
+        [(str(tmp_path / "doc.txt.gz"), b"plain text document")]
+
+
+def test_shard_byte_ranges_cover_every_line_once(tmp_path):
+    recs, lines = _write_corpus(tmp_path)
+    path = str(tmp_path / "c.jsonl")
+    for shard_bytes in (100, 777, len(lines) // 3, len(lines)):
+        shards = C.plan_shards([path], "jsonl", shard_bytes)
+        ids = [d for s in shards for d, _ in C.shard_documents(s, "jsonl", "text", "id")]
+        assert ids == [r["id"] for r in recs], shard_bytes
+    # compressed files are never split; small files are packed together
+    shards = C.plan_shards([path + ".gz", path + ".zst"], "jsonl", 100)
+    assert shards == [[(path + ".gz", 0, -1)], [(path + ".zst", 0, -1)]]
+    assert len(C.plan_shards([path + ".gz", path + ".zst"], "jsonl", 10 ** 9)) == 1
+
+
+def test_bad_corpus_input_names_file_and_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"text": "ok"}\n{"text": 5}\n')
+    with pytest.raises(InputError, match=r"bad.jsonl:2"):
+        list(C.iter_documents((str(p), 0, -1), "jsonl"))
+    p.write_text('{"text": "ok"}\nnot json\n')
+    with pytest.raises(InputError, match=r"bad.jsonl:2.*invalid JSON"):
+        list(C.iter_documents((str(p), 0, -1), "jsonl"))
+    with pytest.raises(InputError, match="matches no file"):
+        C.expand_paths("c", [str(tmp_path / "nothing*.jsonl")])
+
+
+def test_gather_and_summary():
+    filled = SENT.replace("_", "Maria").split()
+    half = " ".join(filled[:14])           # 14 of 15 words: 2 of the 3 13-grams
+    s1 = scan([("a", half.encode())]).table()
+    s2 = scan([("b", " ".join(filled[2:]).encode())]).table()
+    out = gather(probes(), [s1, s2, s1.iloc[:0]], "winogrande_dev", ["exact", "ngram"])
+    assert len(out) == 4
+    ng = out[(out.method == "ngram") & (out.item_id == "q1")].iloc[0]
+    assert ng.fraction == 1.0 and ng.longest_span == 14 and ng.contaminated
+    ex = out[(out.method == "exact") & (out.item_id == "q1")].iloc[0]
+    assert not ex.contaminated
+    strict = gather(probes(), [s1], "winogrande_dev", ["ngram"], ngram_threshold=0.7)
+    assert not strict.contaminated.any()
+    summ = summary({("winogrande_dev", "demo"): out})
+    assert summ.set_index("method").loc["ngram", "contaminated"] == 1
+
+
+def test_effect_mann_whitney():
+    flags = pd.DataFrame({"item_id": [f"i{i}" for i in range(40)], "method": "exact",
+                          "contaminated": [i < 10 for i in range(40)]})
+    res = pd.DataFrame({"item_id": [f"i{i}" for i in range(40)], "dataset": "winogrande",
+                        "variant": "original", "correct": [1] * 10 + [0, 1] * 15})
+    e = effect("m", res, flags, "winogrande_dev", "demo").iloc[0]
+    assert e.n_contaminated == 10 and e.n_clean == 30
+    assert e.acc_contaminated == 1.0 and e.acc_clean == 0.5 and e.p_value < 0.01
+    with pytest.raises(InputError, match="correct"):
+        effect("m", res.drop(columns="correct"), flags, "b", "c")
