@@ -1,0 +1,9 @@
+"""Generic train/test overlap audits.
+
+* :mod:`.search` — nearest training item per test item under an encoder (FAISS exact inner
+  product streamed in blocks, or an approximate IVF index for millions of items);
+* :mod:`.lexical` — exact/normalised duplicates, character-trigram and BM25 best matches;
+* :mod:`.wordnet_sim` — WordNet path similarity between short texts (topics);
+* :mod:`.engine` — one audit end to end (tables in, the ``results/audit/<name>/`` files out);
+* :mod:`.report` — summaries and the top-1 similarity figure.
+"""

@@ -1,0 +1,56 @@
+"""Prompts of the 20Q paper: zero-shot, few-shot (2 yes + 2 no training examples, seeded order)
+and the question-bias ablation without the topic line."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+HEADER = "You are playing a game of 20 questions.\nAnswer the following question about with yes or no.\n\n"
+VARIANTS = ("zero_shot", "few_shot", "zero_shot_no_topic", "few_shot_no_topic")
+ANSWERS = (" yes", " no")
+
+
+def item_block(question: str, topic: str | None, answer: str | None = None) -> str:
+    """``Topic: …\\nQuestion: …\\nAnswer:`` (topic line left out when ``topic`` is None)."""
+    lines = ([f"Topic: {topic}"] if topic is not None else []) + [f"Question: {question}", "Answer:"]
+    text = "\n".join(lines)
+    return text + (f" {answer}" if answer is not None else "")
+
+
+def zero_shot(question: str, topic: str | None) -> str:
+    return HEADER + item_block(question, topic)
+
+
+def few_shot(question: str, topic: str | None, examples: list[tuple[str, str, str]]) -> str:
+    """``examples``: (topic, question, yes|no); the topic lines are dropped when ``topic`` is None."""
+    shots = [item_block(q, t if topic is not None else None, a) for t, q, a in examples]
+    return HEADER + "\n\n".join(shots + [item_block(question, topic)])
+
+
+def sample_shots(train: pd.DataFrame, n_items: int, seed: int = 0, n_yes: int = 2,
+                 n_no: int = 2) -> list[list[tuple[str, str, str]]]:
+    """For each test item, ``n_yes`` yes and ``n_no`` no training examples in random order."""
+    rng = np.random.default_rng(seed)
+    yes = train[train["label"] == "yes"][["subject", "question", "label"]].to_numpy()
+    no = train[train["label"] == "no"][["subject", "question", "label"]].to_numpy()
+    if len(yes) < n_yes or len(no) < n_no:
+        raise ValueError(f"few-shot needs {n_yes} yes and {n_no} no training items "
+                         f"(have {len(yes)} and {len(no)})")
+    out = []
+    for _ in range(n_items):
+        shots = list(yes[rng.choice(len(yes), n_yes, replace=False)]) + \
+            list(no[rng.choice(len(no), n_no, replace=False)])
+        order = rng.permutation(len(shots))
+        out.append([tuple(str(x) for x in shots[i]) for i in order])
+    return out
+
+
+def build_prompts(test: pd.DataFrame, train: pd.DataFrame, variant: str, seed: int = 0) -> list[str]:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown prompt variant {variant!r}; known: {VARIANTS}")
+    with_topic = not variant.endswith("no_topic")
+    topics = [t if with_topic else None for t in test["subject"]]
+    if variant.startswith("zero_shot"):
+        return [zero_shot(q, t) for q, t in zip(test["question"], topics)]
+    shots = sample_shots(train, len(test), seed)
+    return [few_shot(q, t, s) for q, t, s in zip(test["question"], topics, shots)]
