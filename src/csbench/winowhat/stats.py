@@ -1,0 +1,79 @@
+"""Accuracy with percentile-bootstrap intervals per group, and McNemar's exact paired test."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+CATEGORIES = ("physical", "social", "numerical", "temporal", "spatial")
+ACC_COLUMNS = ["model", "dataset", "variant", "subset", "category", "n", "accuracy", "ci_low",
+               "ci_high"]
+MCNEMAR_COLUMNS = ["model", "dataset", "subset", "n_pairs", "acc_orig", "acc_transf",
+                   "orig_only_correct", "transf_only_correct", "p_value"]
+
+
+def bootstrap_ci(correct, n_boot: int = 10000, seed: int = 0, level: float = 0.95):
+    """Accuracy and its percentile bootstrap interval (NaNs for an empty sample)."""
+    x = np.asarray(correct, dtype=float)
+    if len(x) == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    step = max(1, 2_000_000 // len(x))
+    for s in range(0, n_boot, step):
+        k = min(step, n_boot - s)
+        means[s:s + k] = x[rng.integers(0, len(x), size=(k, len(x)))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(x.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
+def mcnemar_exact(orig_correct, transf_correct) -> tuple[int, int, float]:
+    """(orig-only correct, transf-only correct, two-sided exact p) on paired outcomes."""
+    o = np.asarray(orig_correct, dtype=bool)
+    t = np.asarray(transf_correct, dtype=bool)
+    b, c = int((o & ~t).sum()), int((~o & t).sum())
+    p = 1.0 if b + c == 0 else float(binomtest(min(b, c), b + c, 0.5).pvalue)
+    return b, c, p
+
+
+def subsets(df: pd.DataFrame):
+    """``all`` and, where known, ``in_original_experiment`` (rows with the flag 1)."""
+    yield "all", df
+    ioe = df["in_original_experiment"]
+    if ioe.notna().any():
+        yield "in_original_experiment", df[ioe.fillna(0).astype(int) == 1]
+
+
+def accuracy_table(scored: pd.DataFrame, n_boot: int = 10000, seed: int = 0,
+                   level: float = 0.95) -> pd.DataFrame:
+    """Accuracy per model x dataset x variant x subset x category (labelled items only)."""
+    rows = []
+    lab = scored[scored["label"].notna()]
+    for (model, dataset, variant), g in lab.groupby(["model", "dataset", "variant"], sort=True):
+        for subset, s in subsets(g):
+            for cat in ("all",) + CATEGORIES:
+                part = s if cat == "all" else s[s["categories"].map(lambda c: cat in list(c))]
+                if cat != "all" and part.empty:
+                    continue
+                acc, lo, hi = bootstrap_ci(part["correct"].astype(bool), n_boot, seed, level)
+                rows.append([model, dataset, variant, subset, cat, len(part), acc, lo, hi])
+    return pd.DataFrame(rows, columns=ACC_COLUMNS)
+
+
+def mcnemar_table(scored: pd.DataFrame) -> pd.DataFrame:
+    """orig vs transf on the same items (transf rows paired with their original by orig_id)."""
+    rows = []
+    lab = scored[scored["label"].notna()]
+    for (model, dataset), g in lab.groupby(["model", "dataset"], sort=True):
+        o = g[g["variant"] == "orig"].drop_duplicates("orig_id").set_index("orig_id")["correct"]
+        t = g[g["variant"] == "transf"]
+        if t.empty:
+            continue
+        for subset, s in subsets(t):
+            s = s[s["orig_id"].isin(o.index)]
+            oc = o.loc[s["orig_id"]].astype(bool).to_numpy()
+            tc = s["correct"].astype(bool).to_numpy()
+            b, c, p = mcnemar_exact(oc, tc)
+            rows.append([model, dataset, subset, len(s), oc.mean() if len(s) else float("nan"),
+                         tc.mean() if len(s) else float("nan"), b, c, p])
+    return pd.DataFrame(rows, columns=MCNEMAR_COLUMNS)

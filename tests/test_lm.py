@@ -1,0 +1,129 @@
+"""The shared LM scoring engine: lm-eval tokenisation, exactness, batch invariance, OOM backoff, cache."""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from csbench.lm import LMScorer, encode_pair
+
+REQS = [
+    ("The cat sat on the", " mat."),
+    ("The cat sat on the", " hat"),          # shares the context (single-token reuse)
+    ("The cat sat on the ", "rug"),          # trailing space moves to the continuation
+    ("Hello", " world, and a rather longer continuation of several tokens."),
+    ("", "A text scored from the end-of-text token."),
+    ("Sarah was a better surgeon than Maria so Sarah", " always got the easier cases."),
+    ("Sarah was a better surgeon than Maria so Maria", " always got the easier cases."),
+    ("x" * 5, " y"),
+] * 2
+
+
+def naive(scorer, context, continuation):
+    """Reference: one unbatched forward pass, full-vocabulary log-softmax."""
+    ctx, cont = scorer.encode(context, continuation)
+    ids = torch.tensor([ctx + cont][0][:-1])[None]
+    with torch.no_grad():
+        logp = torch.log_softmax(scorer.model(ids).logits[0].float(), -1)
+    start = len(ctx) - 1
+    return sum(logp[start + k, t].item() for k, t in enumerate(cont)), len(cont)
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_lm_dir):
+    return LMScorer(tiny_lm_dir, device="cpu", batch_size=4)
+
+
+def test_encode_pair_follows_the_harness(scorer):
+    tok = scorer.tokenizer
+    ctx, cont = encode_pair(tok, "The cat sat on the ", "rug", 0)
+    assert ctx == tok.encode("The cat sat on the")
+    assert ctx + cont == tok.encode("The cat sat on the rug")
+    ctx, cont = encode_pair(tok, "", "Only text", 7)
+    assert ctx == [7] and cont == tok.encode("Only text")
+
+
+@pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_neox_dir"])
+def test_matches_unbatched_full_forward(fixture, request):
+    s = LMScorer(request.getfixturevalue(fixture), device="cpu", batch_size=3)
+    got = s.loglikelihood(REQS)
+    for (c, x), (lp, n) in zip(REQS, got):
+        ref_lp, ref_n = naive(s, c, x)
+        assert n == ref_n
+        assert abs(lp - ref_lp) <= 1e-5
+
+
+def test_batch_size_and_order_invariance(tiny_lm_dir):
+    base = LMScorer(tiny_lm_dir, device="cpu", batch_size=1).loglikelihood(REQS)
+    order = list(range(len(REQS)))
+    random.Random(1).shuffle(order)
+    for bs in (2, 5, "auto"):
+        s = LMScorer(tiny_lm_dir, device="cpu", batch_size=bs)
+        got = s.loglikelihood([REQS[i] for i in order])
+        for j, i in enumerate(order):
+            assert got[j][1] == base[i][1]
+            assert abs(got[j][0] - base[i][0]) <= 1e-5
+    again = LMScorer(tiny_lm_dir, device="cpu", batch_size=1).loglikelihood(REQS)
+    assert again == base  # deterministic
+
+
+def test_logits_only_at_continuation_positions_and_shared_contexts(scorer):
+    seen = []
+    h = scorer._head.register_forward_hook(lambda m, i, o: seen.append(i[0].shape[0]))
+    try:
+        scorer.stats.update(rows=0)
+        reqs = REQS[:8] + [("The dog sat on", " the"), ("The dog sat on", " a")]
+        assert all(len(scorer.encode(*r)[1]) == 1 for r in reqs[-2:])
+        out = scorer.loglikelihood(reqs)
+    finally:
+        h.remove()
+    n_cont = sum(n for _, n in out)
+    assert sum(seen) <= n_cont  # never vocabulary logits at context positions
+    assert scorer.stats["rows"] == len(reqs) - 1  # the two one-token continuations share a row
+
+
+def test_oom_backoff_gives_same_numbers(tiny_lm_dir, monkeypatch):
+    ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=1).loglikelihood(REQS)
+    s = LMScorer(tiny_lm_dir, device="cpu", batch_size="auto", max_batch_size=16)
+    real = s._forward_hidden
+
+    def flaky(ids):
+        if ids.shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(ids)
+
+    monkeypatch.setattr(s, "_forward_hidden", flaky)
+    got = s.loglikelihood(REQS)
+    assert s.stats["oom_backoffs"] >= 1 and s._auto_bs <= 2
+    assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
+
+
+def test_fixed_batch_size_does_not_hide_errors(tiny_lm_dir, monkeypatch):
+    s = LMScorer(tiny_lm_dir, device="cpu", batch_size=4)
+    monkeypatch.setattr(s, "_forward_hidden", lambda ids: (_ for _ in ()).throw(
+        torch.OutOfMemoryError("out of memory")))
+    with pytest.raises(torch.OutOfMemoryError):
+        s.loglikelihood(REQS[:2])
+
+
+def test_cache_per_model_key_and_request(tiny_lm_dir, tmp_path):
+    keys = [f"ds/orig/{i}" for i in range(len(REQS))]
+    s1 = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path)
+    first = s1.loglikelihood(REQS, keys=keys)
+    s2 = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path)
+    second = s2.loglikelihood(REQS, keys=keys)
+    assert second == first and s2.stats["cached"] == len(REQS) and s2.stats["unique"] == 0
+    changed = s2.loglikelihood([("The cat sat on the", " sofa")], keys=[keys[0]])
+    assert s2.stats["unique"] == 1 and changed[0] != first[0]  # edited item text is rescored
+
+
+def test_from_config_and_generate(tiny_lm_dir, tmp_path):
+    cfg = {"lm": {"device": "cpu", "dtype": "float32", "batch_size": 2, "max_batch_size": 8},
+           "cache_dir": str(tmp_path)}
+    s = LMScorer.from_config(tiny_lm_dir, cfg)
+    assert s.batch_size == 2 and s.cache is not None
+    out = s.generate(["Name something", "Q"], max_new_tokens=4, num_samples=3, seed=1)
+    assert len(out) == 2 and all(len(x) == 3 and all(isinstance(t, str) for t in x) for x in out)
+    with pytest.raises(ValueError):
+        s.loglikelihood([("a", "")])
