@@ -1,1 +1,160 @@
-# Rules of the twentyq task (placeholder until the task lands).
+# 20Q: clean the Twenty Questions data, build the overlap-free split, score LMs on yes/no
+# questions (zero-shot, few-shot, without the topic) and relate NLL to topic frequency.
+import os as _os
+
+from csbench.config import validate as _validate_section
+
+TWENTYQ = "results/twentyq"
+# Fill this section's defaults directly from its schema (nested $ref sections are not filled).
+TQ = _validate_section(config.setdefault("twentyq", {}),
+                       _os.path.join(workflow.basedir, "workflow", "schemas", "twentyq.schema.yaml"))
+
+
+def twentyq_models():
+    names = TQ["scoring"]["models"]
+    names = list(config["models"]["lm"]) if names is None else names
+    for n in names:
+        if n not in config["models"]["lm"]:
+            raise WorkflowError(f"twentyq.scoring.models: {n!r} is not under models.lm")
+    return names
+
+
+def twentyq_reference_lm():
+    ref = TQ["scoring"]["reference_lm"] or next(iter(config["models"]["lm"]), None)
+    if ref not in config["models"]["lm"]:
+        raise WorkflowError(f"twentyq.scoring.reference_lm: {ref!r} is not under models.lm")
+    return ref
+
+
+rule twentyq_clean:
+    input:
+        [data_table("twentyq", s) for s in TQ["splits"]],
+    output:
+        clean=f"{TWENTYQ}/clean.parquet",
+        counts=report(f"{TWENTYQ}/cleaning_counts.tsv", caption="../report/twentyq_cleaning.rst",
+                      category="20Q"),
+    params:
+        clean=TQ["clean"],
+    log:
+        "logs/twentyq/clean.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/twentyq_clean.py"
+
+
+rule twentyq_split:
+    input:
+        f"{TWENTYQ}/clean.parquet",
+    output:
+        train=f"{TWENTYQ}/split/train.parquet",
+        test=f"{TWENTYQ}/split/test.parquet",
+        stats=report(f"{TWENTYQ}/split/statistics.tsv", caption="../report/twentyq_statistics.rst",
+                     category="20Q"),
+        admission=report(f"{TWENTYQ}/split/admission_counts.tsv",
+                         caption="../report/twentyq_admission.rst", category="20Q"),
+    params:
+        split=TQ["split"],
+        encoder=config["models"]["embedder"],
+        cache=EMBED_CACHE,
+    log:
+        "logs/twentyq/split.log",
+    benchmark:
+        "benchmarks/twentyq/split.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        gpu=0,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/twentyq_split.py"
+
+
+rule twentyq_topic_frequency:
+    input:
+        test=f"{TWENTYQ}/split/test.parquet",
+        model=lambda wc: model_dir(twentyq_reference_lm()),
+    output:
+        f"{TWENTYQ}/topic_frequency.parquet",
+    params:
+        lm=config["lm"],
+        cache_dir=CACHE,
+    log:
+        "logs/twentyq/topic_frequency.log",
+    benchmark:
+        "benchmarks/twentyq/topic_frequency.tsv"
+    threads: 2
+    resources:
+        mem_mb=16000,
+        gpu=1,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/twentyq_topic_frequency.py"
+
+
+rule twentyq_score:
+    input:
+        train=f"{TWENTYQ}/split/train.parquet",
+        test=f"{TWENTYQ}/split/test.parquet",
+        freq=f"{TWENTYQ}/topic_frequency.parquet",
+        model=lambda wc: model_dir(wc.model),
+    output:
+        items=f"{TWENTYQ}/scores/{{model}}/items.parquet",
+        metrics=f"{TWENTYQ}/scores/{{model}}/metrics.tsv",
+    params:
+        scoring=TQ["scoring"],
+        lm=config["lm"],
+        cache_dir=CACHE,
+    log:
+        "logs/twentyq/scores/{model}.log",
+    benchmark:
+        "benchmarks/twentyq/scores/{model}.tsv"
+    threads: 2
+    resources:
+        mem_mb=16000,
+        gpu=1,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/twentyq_score.py"
+
+
+rule twentyq_summary:
+    input:
+        items=expand(f"{TWENTYQ}/scores/{{model}}/items.parquet", model=twentyq_models()),
+        metrics=expand(f"{TWENTYQ}/scores/{{model}}/metrics.tsv", model=twentyq_models()),
+    output:
+        metrics=report(f"{TWENTYQ}/metrics.tsv", caption="../report/twentyq_metrics.rst", category="20Q"),
+        figure=report(f"{TWENTYQ}/nll_by_topic_frequency.png",
+                      caption="../report/twentyq_frequency.rst", category="20Q"),
+    params:
+        models=twentyq_models(),
+        variant=TQ["scoring"]["figure_variant"],
+    log:
+        "logs/twentyq/summary.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/twentyq_summary.py"
+
+
+def twentyq_targets():
+    out = [f"{TWENTYQ}/cleaning_counts.tsv", f"{TWENTYQ}/split/statistics.tsv",
+           f"{TWENTYQ}/split/admission_counts.tsv"]
+    if twentyq_models():
+        out += [f"{TWENTYQ}/metrics.tsv", f"{TWENTYQ}/nll_by_topic_frequency.png"]
+    # The overlap audits (audit.smk) belong to this task: the tasks list has no separate entry.
+    return out + audit_targets()
+
+
+register_targets("twentyq", twentyq_targets)

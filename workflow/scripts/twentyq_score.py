@@ -1,0 +1,22 @@
+"""Score one LM on the 20Q test set: p(" yes") vs p(" no") per prompt variant; metrics table."""
+import pandas as pd
+
+from csbench.io import write_parquet, write_tsv
+from csbench.lm import LMScorer
+from csbench.logs import snakemake_logger
+from csbench.models import is_random_model_dir
+from csbench.twentyq.scoring import metrics, nll_by_quartile, score_items
+
+log = snakemake_logger(snakemake)
+cfg = snakemake.params.scoring
+train, test = pd.read_parquet(snakemake.input.train), pd.read_parquet(snakemake.input.test)
+scorer = LMScorer.from_config(snakemake.input.model, {"lm": snakemake.params.lm,
+                                                      "cache_dir": snakemake.params.cache_dir})
+items = score_items(scorer.loglikelihood, test, train, variants=cfg["variants"], seed=cfg["seed"])
+items = nll_by_quartile(items, pd.read_parquet(snakemake.input.freq))
+table = metrics(items)
+table.insert(0, "model", snakemake.wildcards.model)
+table["random_model"] = is_random_model_dir(snakemake.input.model)
+log.info("metrics:\n%s", table.to_string(index=False))
+write_parquet(items, snakemake.output.items)
+write_tsv(table, snakemake.output.metrics, float_format="%.4f")

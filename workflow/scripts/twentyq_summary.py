@@ -1,0 +1,14 @@
+"""All models' 20Q metrics in one table, and the NLL-by-topic-frequency box plot."""
+import pandas as pd
+
+from csbench.io import write_tsv
+from csbench.logs import snakemake_logger
+from csbench.twentyq.scoring import plot_nll_by_quartile
+
+log = snakemake_logger(snakemake)
+models = snakemake.params.models
+table = pd.concat([pd.read_csv(p, sep="\t") for p in snakemake.input.metrics], ignore_index=True)
+log.info("metrics:\n%s", table.to_string(index=False))
+write_tsv(table, snakemake.output.metrics, float_format="%.4f")
+items = {m: pd.read_parquet(p) for m, p in zip(models, snakemake.input.items)}
+plot_nll_by_quartile(items, snakemake.output.figure, variant=snakemake.params.variant)
