@@ -19,13 +19,20 @@ EFFECT_COLUMNS = ["model", "dataset", "variant", "benchmark", "corpus", "method"
 
 def effect(model: str, results: pd.DataFrame, flags: pd.DataFrame, benchmark: str, corpus: str,
            path=None) -> pd.DataFrame:
-    """One row per (dataset, variant, method) of ``results`` joined with ``flags`` on item id."""
+    """One row per (dataset, variant, method) of ``results`` joined with ``flags`` on item id.
+
+    The join key is ``orig_id`` when the results have it (WinoWhat rows and paraphrases carry the
+    WinoGrande dev qID there, so a paraphrase inherits its original's contamination), else
+    ``item_id``.
+    """
     need = ["item_id", "dataset", "variant", "correct"]
     missing = [c for c in need if c not in results.columns]
     if missing:
         raise InputError(path or model, f"per-item results lack column(s) {', '.join(missing)}")
     res = results[need].copy()
-    res["item_id"] = res["item_id"].astype(str)
+    key = results["orig_id"] if "orig_id" in results.columns else results["item_id"]
+    res["item_id"] = key.where(key.notna(), results["item_id"]).astype(str)
+    res = res[res["correct"].notna()]
     rows = []
     for method, fl in flags.groupby("method", sort=False):
         fl = fl[["item_id", "contaminated"]].astype({"item_id": str})

@@ -56,17 +56,15 @@ class ProbeIndex:
             words = [buf[a:b] for a, b in zip(s, e)]
             self.probes.append(Probe(str(row.benchmark), str(row.item_id), str(row.probe),
                                      str(row.kind), words, h))
-        self.parts = defaultdict(list)    # (benchmark, item) -> part probe indices
+        parts = defaultdict(list)         # (benchmark, item) -> part probe indices, in order
         keys = defaultdict(list)          # length -> [(hash, probe, pos)]
         for i, p in enumerate(self.probes):
             m = len(p.words)
-            if m < min_words:
-                continue
             if p.kind == "part":
-                if "exact" in methods:
-                    self.parts[(p.benchmark, p.item_id)].append(i)
-                    L = min(m, n)
-                    keys[L].append((H.sequence_hash(p.hashes[:L]), i, 0))
+                if "exact" in methods and m:
+                    parts[(p.benchmark, p.item_id)].append(i)
+                continue
+            if m < min_words:
                 continue
             if m < n:
                 keys[m].append((H.sequence_hash(p.hashes), i, 0))
@@ -75,8 +73,19 @@ class ProbeIndex:
                 keys[n].extend((int(x), i, j) for j, x in enumerate(g))
             else:
                 keys[n].append((H.sequence_hash(p.hashes[:n]), i, 0))
-        # an item's parts rule needs at least two parts long enough to search for
-        self.parts = {k: v for k, v in self.parts.items() if len(v) >= 2}
+        # parts rule: two parts (before and after the blank); the longer one, if it has at least
+        # min_words words, is the anchor searched for; the other is checked next to it
+        self.parts: dict[int, tuple[int, int]] = {}    # anchor probe -> (left, right)
+        for (bench, item), idxs in parts.items():
+            if len(idxs) != 2:
+                continue
+            anchor = max(idxs, key=lambda i: len(self.probes[i].words))
+            m = len(self.probes[anchor].words)
+            if m < min_words:
+                continue
+            self.parts[anchor] = (idxs[0], idxs[1])
+            L = min(m, n)
+            keys[L].append((H.sequence_hash(self.probes[anchor].hashes[:L]), anchor, 0))
         self.table = np.zeros(1 << TABLE_BITS, dtype=bool)
         self.keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         for L, rows in keys.items():
@@ -194,27 +203,30 @@ class Scanner:
             return buf[starts[k]:ends[k]]
 
         chains = defaultdict(list)          # (probe, doc) -> [(pos, k)]
-        parts_found = defaultdict(dict)     # (benchmark, item, doc) -> {probe: k}
+
+        def same(k, ws):
+            return (0 <= k and k + len(ws) <= nw and word_doc[k] == word_doc[k + len(ws) - 1]
+                    and all(word(k + i) == w for i, w in enumerate(ws)))
+
         for p, pos, k, L in hits:
             pr = idx.probes[p]
             if [word(k + i) for i in range(L)] != pr.words[pos:pos + L]:
                 continue                     # hash collision
             d = int(word_doc[k])
+            m = len(pr.words)
+            whole = pos == 0 and (m <= L or same(k + L, pr.words[L:]))
+            if pr.kind == "part":
+                if whole:
+                    self._parts_hit(p, k, d, same, buf, starts, ends, word_doc, doc_start, ids)
+                continue
             res = self.results[p]
             res.hits += 1
-            m = len(pr.words)
-            if pos == 0 and "exact" in idx.methods:
-                whole = m <= L or (k + m <= nw and word_doc[k + m - 1] == d
-                                   and [word(k + i) for i in range(L, m)] == pr.words[L:])
-                if whole:
-                    if pr.kind == "full":
-                        res.exact_count += 1
-                        if res.exact_ev is None:
-                            res.exact_ev = self._evidence(buf, starts, ends, doc_start, ids, d,
-                                                          k, k + m - 1)
-                    else:
-                        parts_found[(pr.benchmark, pr.item_id, d)][p] = k
-            if pr.kind == "full" and "ngram" in idx.methods and (m >= idx.n or m <= L):
+            if whole and "exact" in idx.methods:
+                res.exact_count += 1
+                if res.exact_ev is None:
+                    res.exact_ev = self._evidence(buf, starts, ends, doc_start, ids, d, k,
+                                                  k + m - 1)
+            if "ngram" in idx.methods and (m >= idx.n or m <= L):
                 res.positions.add(pos)
                 chains[(p, d)].append((pos, k))
         for (p, d), lst in chains.items():
@@ -235,20 +247,23 @@ class Scanner:
                 res.span = span
                 res.span_ev = self._evidence(buf, starts, ends, doc_start, ids, d, k_start,
                                              k_end + L - 1)
-        for (bench, item, d), found in parts_found.items():
-            need = idx.parts.get((bench, item))
-            if not need or not all(p in found for p in need):
-                continue
-            # parts must occur in order, each within max_gap words of the previous one's end
-            ks = [found[p] for p in need]
-            gaps = [ks[i + 1] - (ks[i] + len(idx.probes[need[i]].words)) for i in range(len(ks) - 1)]
-            if all(0 <= g <= idx.max_gap for g in gaps):
-                key = (bench, item)
+
+    def _parts_hit(self, anchor, k, d, same, buf, starts, ends, word_doc, doc_start, ids) -> None:
+        """The anchor part matched at word k: look for the other part within max_gap words."""
+        idx = self.index
+        left, right = idx.parts[anchor]
+        lw, rw = idx.probes[left].words, idx.probes[right].words
+        for gap in range(idx.max_gap + 1):
+            k0 = k if anchor == left else k - gap - len(lw)
+            k1 = k0 + len(lw) + gap
+            if k0 >= 0 and same(k0, lw) and same(k1, rw) and word_doc[k0] == d == word_doc[k1]:
+                pr = idx.probes[anchor]
+                key = (pr.benchmark, pr.item_id)
                 self.parts_count[key] += 1
                 if key not in self.parts_ev:
-                    k1 = ks[-1] + len(idx.probes[need[-1]].words) - 1
-                    self.parts_ev[key] = self._evidence(buf, starts, ends, doc_start, ids, d,
-                                                        ks[0], k1)
+                    self.parts_ev[key] = self._evidence(buf, starts, ends, doc_start, ids, d, k0,
+                                                        k1 + len(rw) - 1)
+                return
 
     # -- output ------------------------------------------------------------------------------
     def table(self) -> pd.DataFrame:

@@ -1,0 +1,22 @@
+"""Accuracy on contaminated vs clean items per model, with a one-sided Mann-Whitney U test."""
+import pandas as pd
+
+from csbench.contamination.effect import EFFECT_COLUMNS, effect
+from csbench.io import write_tsv
+from csbench.logs import snakemake_logger
+
+log = snakemake_logger(snakemake)
+frames = []
+inputs = dict(snakemake.input.items())
+for key, rpath in inputs.items():
+    if not key.startswith("results__"):
+        continue
+    model = key.split("__", 1)[1]
+    results = pd.read_parquet(rpath)
+    for fkey, fpath in inputs.items():
+        if fkey.startswith("flags__"):
+            _, bench, corpus = fkey.split("__", 2)
+            frames.append(effect(model, results, pd.read_parquet(fpath), bench, corpus, rpath))
+out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=EFFECT_COLUMNS)
+log.info("\n%s", out.to_string(index=False))
+write_tsv(out, snakemake.output[0], float_format="%.4g")
