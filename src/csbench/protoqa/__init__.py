@@ -1,0 +1,39 @@
+"""ProtoQA: scoring ranked answer lists against crowd answer clusters, and the sampling baseline.
+
+* :mod:`.targets` / :mod:`.predictions`: questions with clusters; both prediction formats.
+* :mod:`.matching`: answer-cluster similarity (exact, WordNet, embedding) as score matrices.
+* :mod:`.scoring`: Hungarian assignment, Max Answers@k / Max Incorrect@k, per-file evaluation.
+* :mod:`.baseline`: question -> completion prompt rules and ranked lists from samples.
+
+The numbers follow the reference evaluator iesl/protoqa-evaluator (see docs/protoqa.md).
+"""
+from __future__ import annotations
+
+METRICS = (
+    "max_answers@1", "max_answers@3", "max_answers@5", "max_answers@10", "max_answers@all",
+    "max_incorrect@1", "max_incorrect@3", "max_incorrect@5", "max_incorrect@all",
+)
+SIMILARITIES = ("exact", "wordnet", "embedding")
+
+
+def metric_limits(metric: str) -> tuple[int | None, int | None]:
+    """``metric`` name -> (max_answers, max_incorrect)."""
+    kind, k = metric.split("@")
+    k = None if k == "all" else int(k)
+    return (k, None) if kind == "max_answers" else (None, k)
+
+
+def fill_defaults(section: dict, schema: dict) -> dict:
+    """Fill missing keys of a config section from its schema's defaults (recursively, in place).
+
+    The top-level validator does not descend into ``$ref``'d task schemas with its
+    default-filling extension, so the task fills its own section.
+    """
+    import copy
+
+    for name, sub in schema.get("properties", {}).items():
+        if name not in section and "default" in sub:
+            section[name] = copy.deepcopy(sub["default"])
+        if isinstance(section.get(name), dict) and "properties" in sub:
+            fill_defaults(section[name], sub)
+    return section

@@ -1,0 +1,310 @@
+"""Answer-cluster similarity: score matrices (answers x clusters) in [0, 1].
+
+Reference behaviour (iesl/protoqa-evaluator) reproduced here:
+
+* a predicted answer is pre-processed with ``answer.lower()[:50].strip()``; cluster strings are
+  used as released (not pre-processed);
+* exact: 1 if the pre-processed answer equals one of the cluster's strings;
+* WordNet: both strings are tokenised with NLTK's Treebank-style word tokenizer (punctuation
+  tokens kept), NLTK's English stop words removed; every partition of each token list into
+  contiguous groups is tried; groups score 1 when equal or when ``wn.synsets`` of the groups
+  (spaces as underscores) share a synset; a partition pair scores the optimal one-to-one matching
+  divided by the larger number of groups; the pair score is the best partition pair; against a
+  cluster, the max over its strings; the cluster matrix is then rounded half-to-even (np.round).
+  Two strings that are all stop words both become the single group "" and so match each other
+  (a reference quirk, kept unless ``stopword_only_match=False``).
+
+:class:`WordNetMatcher` computes the same numbers as :func:`wordnet_score_plain` (a direct,
+uncached transcription used as the benchmark baseline and as a test oracle) but caches
+tokenisation, synsets and pair scores, skips pairs that share no matching span, and prunes
+partition pairs whose bound cannot beat the best found.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ..wordnet import wordnet
+
+log = logging.getLogger(__name__)
+
+LENGTH_LIMIT = 50
+
+# NLTK's English stop-word list (nltk_data corpora/stopwords/english; the 2023 revision adds
+# the contractions at the end, which never survive tokenisation as single tokens anyway).
+NLTK_STOP_WORDS = frozenset("""
+i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+yourselves he him his himself she she's her hers herself it it's its itself they them their
+theirs themselves what which who whom this that that'll these those am is are was were be been
+being have has had having do does did doing a an the and but if or because as until while of at
+by for with about against between into through during before after above below to from up down
+in out on off over under again further then once here there when where why how all any both
+each few more most other some such no nor not only own same so than too very s t can will just
+don don't should should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't
+doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn mustn't
+needn needn't shan shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
+he'd he'll he's i'd i'll i'm i've it'd it'll she'd she'll they'd they'll they're they've we'd
+we'll we're we've
+""".split())
+
+
+def preprocess(answer: str, length_limit: int = LENGTH_LIMIT) -> str:
+    """The reference's answer normalisation: lower-case, truncate to 50 characters, strip."""
+    return answer.lower()[:length_limit].strip()
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizer():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
+
+
+def tokenize(text: str, stop_words=NLTK_STOP_WORDS) -> list[str]:
+    return [t for t in _tokenizer().tokenize(text) if t not in stop_words]
+
+
+def partitions(tokens: list[str]):
+    """All splits of ``tokens`` into contiguous groups, each group joined by spaces."""
+    n = len(tokens)
+    if n == 0:
+        yield [""]
+        return
+    for k in range(n):
+        for cuts in itertools.combinations(range(1, n), k):
+            bounds = (0, *cuts, n)
+            yield [" ".join(tokens[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+# ----------------------------------------------------------------------------- exact
+def exact_matrix(answers: list[str], clusters) -> np.ndarray:
+    """answers (already pre-processed) x clusters; 1.0 where the answer is a cluster string."""
+    sets = [frozenset(c) for c in clusters]
+    m = np.zeros((len(answers), len(sets)))
+    for i, a in enumerate(answers):
+        for j, s in enumerate(sets):
+            if a in s:
+                m[i, j] = 1.0
+    return m
+
+
+# ----------------------------------------------------------------------------- WordNet, plain
+def wordnet_score_plain(pred: str, true: str) -> float:
+    """Direct, uncached WordNet score of two strings (reference algorithm, for baselines/tests)."""
+    wn = wordnet()
+
+    def group_score(a: str, b: str) -> float:
+        sa = wn.synsets(a.replace(" ", "_"))
+        sb = wn.synsets(b.replace(" ", "_"))
+        syn = 1.0 if any(x == y for x in sa for y in sb) else 0.0
+        return max(syn, float(a == b))
+
+    best = 0.0
+    for pa in partitions(tokenize(pred)):
+        for pb in partitions(tokenize(true)):
+            m = np.array([[group_score(a, b) for b in pb] for a in pa])
+            r, c = linear_sum_assignment(-m)
+            best = max(best, m[r, c].sum() / max(m.shape))
+    return best
+
+
+def wordnet_matrix_plain(answers: list[str], clusters) -> np.ndarray:
+    m = np.zeros((len(answers), len(clusters)))
+    for i, a in enumerate(answers):
+        for j, cl in enumerate(clusters):
+            m[i, j] = max(wordnet_score_plain(a, t) for t in cl)
+    return np.round(m)
+
+
+# ----------------------------------------------------------------------------- WordNet, fast
+POS_LIST = ("n", "v", "a", "r")
+
+
+def synset_ids(lemma: str) -> frozenset:
+    """Identities ``(pos, offset)`` of ``wn.synsets(lemma)`` without building Synset objects.
+
+    Mirrors NLTK's ``WordNetCorpusReader.synsets`` for English (lower-casing, morphy with
+    exceptions over the four parts of speech); two synsets are equal iff their ids are equal.
+    """
+    wn = wordnet()
+    lemma = lemma.lower()
+    index = wn._lemma_pos_offset_map
+    return frozenset((p, off) for p in POS_LIST for form in wn._morphy(lemma, p, True)
+                     for off in index.get(form, {}).get(p, ()))
+
+
+def _max_matching(adj: list[list[int]], n_right: int) -> int:
+    """Maximum bipartite matching size (Kuhn); ``adj[i]`` lists right vertices of left ``i``."""
+    match_r = [-1] * n_right
+
+    def augment(i, seen):
+        for j in adj[i]:
+            if not seen[j]:
+                seen[j] = True
+                if match_r[j] < 0 or augment(match_r[j], seen):
+                    match_r[j] = i
+                    return True
+        return False
+
+    return sum(augment(i, [False] * n_right) for i in range(len(adj)))
+
+
+class WordNetMatcher:
+    """Cached WordNet similarity with the reference's numbers."""
+
+    def __init__(self, stop_words=NLTK_STOP_WORDS, stopword_only_match: bool = True):
+        self.stop_words = frozenset(stop_words)
+        self.stopword_only_match = stopword_only_match
+        self._tokens: dict[str, tuple[str, ...]] = {}
+        self._synsets: dict[str, frozenset] = {}
+        self._pairs: dict[tuple[str, str], float] = {}
+        self._parts: dict[tuple[str, ...], list[list[int]]] = {}
+
+    def tokens(self, text: str) -> tuple[str, ...]:
+        t = self._tokens.get(text)
+        if t is None:
+            t = self._tokens[text] = tuple(tokenize(text, self.stop_words))
+        return t
+
+    def synsets(self, group: str) -> frozenset:
+        s = self._synsets.get(group)
+        if s is None:
+            s = self._synsets[group] = synset_ids(group.replace(" ", "_"))
+        return s
+
+    def _spans(self, toks):
+        """Span strings and, per partition, the span indices of its groups."""
+        n = len(toks)
+        if n == 0:
+            return [""], [[0]]
+        index = {}
+        spans = []
+        for a in range(n):
+            for b in range(a + 1, n + 1):
+                index[(a, b)] = len(spans)
+                spans.append(" ".join(toks[a:b]))
+        parts = self._parts.get(toks)
+        if parts is None:
+            parts = []
+            for k in range(n):
+                for cuts in itertools.combinations(range(1, n), k):
+                    bounds = (0, *cuts, n)
+                    parts.append([index[ab] for ab in zip(bounds, bounds[1:])])
+            self._parts[toks] = parts
+        return spans, parts
+
+    def score(self, pred: str, true: str) -> float:
+        key = (pred, true)
+        s = self._pairs.get(key)
+        if s is None:
+            s = self._pairs[key] = self._score(self.tokens(pred), self.tokens(true))
+        return s
+
+    def _score(self, tp, tt) -> float:
+        if tp == tt:
+            return 1.0 if (tp or self.stopword_only_match) else 0.0
+        if not tp or not tt:
+            return 0.0
+        sp, pp = self._spans(tp)
+        st, pt = self._spans(tt)
+        syn_t = [self.synsets(b) for b in st]
+        match = [[j for j, b in enumerate(st) if a == b or (syn_t[j] and self.synsets(a) & syn_t[j])]
+                 for a in sp]
+        if not any(match):
+            return 0.0
+        best = 0.0
+        for P in pp:
+            if not any(match[i] for i in P):
+                continue
+            for Q in pt:
+                lo, hi = sorted((len(P), len(Q)))
+                if lo / hi <= best:
+                    continue
+                qpos = {span: k for k, span in enumerate(Q)}
+                adj = [[qpos[j] for j in match[i] if j in qpos] for i in P]
+                val = _max_matching(adj, len(Q)) / hi
+                if val > best:
+                    best = val
+                    if best >= 1.0:
+                        return 1.0
+        return best
+
+    def matrix(self, answers: list[str], clusters) -> np.ndarray:
+        m = np.zeros((len(answers), len(clusters)))
+        for i, a in enumerate(answers):
+            for j, cl in enumerate(clusters):
+                best = 0.0
+                for t in cl:
+                    v = self.score(a, t)
+                    if v > best:
+                        best = v
+                        if v >= 1.0:
+                            break
+                m[i, j] = best
+        return np.round(m)
+
+
+# ----------------------------------------------------------------------------- embedding
+class EmbeddingMatcher:
+    """The ProtoQA paper's vector matching.
+
+    Each text is ``"<question> <answer>"`` embedded with the configured encoder. Per question,
+    one Gaussian-process classifier (RBF kernel) per cluster is fitted on that question's raw
+    crowd answers (members of the cluster positive, all other raw answers negative). An answer is
+    assigned to the cluster with the highest membership probability if it is >= ``threshold``.
+    A cluster whose raw answers are all positive (single-cluster question) falls back to the
+    cosine similarity to its nearest member as the probability.
+    """
+
+    def __init__(self, embedder, threshold: float = 0.1, seed: int = 0):
+        self.embedder = embedder
+        self.threshold = threshold
+        self.seed = seed
+        self._models: dict[str, list] = {}
+
+    def _text(self, question: str, answer: str) -> str:
+        return f"{question} {answer}"
+
+    def _fit(self, q) -> list:
+        if q.qid in self._models:
+            return self._models[q.qid]
+        from sklearn.gaussian_process import GaussianProcessClassifier
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+        raw = [a for a, _ in q.raw] or []
+        members = [set(c) for c in q.clusters]
+        texts = list(dict.fromkeys(raw + [a for c in q.clusters for a in c]))
+        X = self.embedder.encode([self._text(q.question, a) for a in texts])
+        models = []
+        for mem in members:
+            y = np.array([1 if a in mem else 0 for a in texts])
+            if 0 < y.sum() < len(y):
+                gpc = GaussianProcessClassifier(kernel=ConstantKernel(1.0) * RBF(1.0),
+                                                random_state=self.seed)
+                gpc.fit(X, y)
+                models.append(("gp", gpc))
+            else:
+                models.append(("nn", X[y == 1]))
+        self._models[q.qid] = models
+        return models
+
+    def matrix(self, answers: list[str], q) -> np.ndarray:
+        m = np.zeros((len(answers), len(q.clusters)))
+        if not answers:
+            return m
+        models = self._fit(q)
+        Z = self.embedder.encode([self._text(q.question, a) for a in answers])
+        probs = np.zeros_like(m)
+        for j, (kind, mdl) in enumerate(models):
+            if kind == "gp":
+                probs[:, j] = mdl.predict_proba(Z)[:, 1]
+            else:
+                probs[:, j] = np.clip((Z @ mdl.T).max(axis=1), 0.0, 1.0)
+        best = probs.argmax(axis=1)
+        ok = probs[np.arange(len(answers)), best] >= self.threshold
+        m[np.arange(len(answers))[ok], best[ok]] = 1.0
+        return m

@@ -1,0 +1,25 @@
+"""Score one predictions file with one similarity function (see csbench.protoqa.scoring)."""
+from csbench.io import write_tsv
+from csbench.logs import snakemake_logger
+from csbench.protoqa.data import load_predictions, load_questions
+from csbench.protoqa.scoring import Scorer, evaluate
+
+log = snakemake_logger(snakemake)
+p = snakemake.params
+sim = snakemake.wildcards.similarity
+embedder = None
+if sim == "embedding":
+    from csbench.embed import Embedder
+
+    embedder = Embedder(p.encoder, cache_dir=p.cache_dir)
+questions = load_questions(snakemake.input.questions)
+preds = load_predictions(snakemake.input.predictions)
+scorer = Scorer(sim, embedder=embedder, threshold=p.threshold,
+                stopword_only_match=p.stopword_only_match)
+df = evaluate(preds, questions, scorer, missing=p.missing)
+for issue in preds.issues:
+    log.warning("%s: %s", preds.path, issue)
+means = df[df.question_id == "mean"].set_index("metric")["score"].round(4).to_dict()
+log.info("%s / %s: %d questions scored; means %s", snakemake.wildcards.predictions, sim,
+         df.question_id.nunique() - 1, means)
+write_tsv(df, snakemake.output[0])

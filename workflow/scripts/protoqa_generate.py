@@ -1,0 +1,29 @@
+"""Sampling baseline: prompts from questions, N nucleus samples each, top answers by frequency."""
+import time
+
+from csbench.io import write_json
+from csbench.lm.generate import sample_from_dir
+from csbench.logs import snakemake_logger
+from csbench.models import is_random_model_dir
+from csbench.protoqa.baseline import question_to_prompt, rank_answers
+from csbench.protoqa.data import load_questions
+
+log = snakemake_logger(snakemake)
+g = snakemake.params.gen
+questions = load_questions(snakemake.input.questions)
+qids = list(questions)
+prompts = [question_to_prompt(questions[q].question) for q in qids]
+start = time.time()
+samples = sample_from_dir(snakemake.input.model, prompts, g["num_samples"],
+                          device=snakemake.params.device, dtype=snakemake.params.dtype,
+                          max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
+                          top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"])
+ranked = {q: rank_answers(s, g["top"]) for q, s in zip(qids, samples)}
+random_model = is_random_model_dir(snakemake.input.model)
+log.info("%d questions x %d samples in %.1fs%s", len(qids), g["num_samples"], time.time() - start,
+         " (RANDOM MODEL: outputs are meaningless)" if random_model else "")
+for q, p in list(zip(qids, prompts))[:3]:
+    log.info("%s: %r -> %s", q, p, ranked[q][:5])
+write_json(ranked, snakemake.output.ranked, indent=1)
+write_json({"model": snakemake.wildcards.model, "random_model": random_model,
+            "prompts": dict(zip(qids, prompts)), "settings": g}, snakemake.output.meta, indent=1)
