@@ -33,7 +33,8 @@ def plot_accuracy(acc: pd.DataFrame, path, dataset: str = "winogrande_dev",
         ax.set_xticks(range(len(cats)), cats, rotation=35, ha="right")
         ax.set_title(f"{model}{title_note}", fontsize=9)
         ax.set_ylim(0, 1)
-    axes[0][0].set_ylabel(f"accuracy ({dataset}, {subset})")
+    axes[0][0].set_ylabel("accuracy")
+    fig.suptitle(f"{dataset}, {subset}: orig vs transf (95% bootstrap CI)", fontsize=10)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     with atomic_path(path) as tmp:

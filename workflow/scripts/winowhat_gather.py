@@ -1,0 +1,12 @@
+"""Concatenate the scoring shards of one model into results/winowhat/<model>/items.parquet."""
+import pandas as pd
+
+from csbench.io import write_parquet
+from csbench.logs import snakemake_logger
+
+log = snakemake_logger(snakemake)
+df = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
+df = df.sort_values(["dataset", "variant", "item_id"], kind="stable").reset_index(drop=True)
+log.info("%s: %d scored items from %d shards", snakemake.wildcards.model, len(df),
+         len(snakemake.input))
+write_parquet(df, snakemake.output[0])

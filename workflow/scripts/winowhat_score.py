@@ -1,0 +1,25 @@
+"""Score one shard of the WinoWhat items with one model (shared engine, per-item cache)."""
+import pandas as pd
+
+from csbench.io import write_parquet
+from csbench.lm import LMScorer
+from csbench.logs import snakemake_logger
+from csbench.models import is_random_model_dir
+from csbench.winowhat.scoring import score_items, shard
+
+log = snakemake_logger(snakemake)
+p = snakemake.params
+items = shard(pd.read_parquet(snakemake.input.table), int(snakemake.wildcards.shard), p.shards)
+lm = p.lm
+scorer = LMScorer(snakemake.input.model, device=lm["device"], dtype=lm["dtype"],
+                  batch_size=lm["batch_size"], max_batch_size=lm["max_batch_size"],
+                  cache_dir=p.cache)
+log.info("model %s on %s (%s): %d items", snakemake.wildcards.model, scorer.device, scorer.dtype,
+         len(items))
+out = score_items(items, scorer)
+out.insert(0, "model", snakemake.wildcards.model)
+out["random_model"] = is_random_model_dir(snakemake.input.model)
+if out["random_model"].any():
+    log.warning("randomly initialised model: its scores are meaningless")
+log.info("engine stats: %s", scorer.stats)
+write_parquet(out, snakemake.output[0])

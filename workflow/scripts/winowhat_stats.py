@@ -1,0 +1,20 @@
+"""Accuracy per model x dataset x variant x subset x category (bootstrap CIs) and McNemar tests."""
+import pandas as pd
+
+from csbench.io import write_tsv
+from csbench.logs import snakemake_logger
+from csbench.winowhat.stats import accuracy_table, mcnemar_table
+
+log = snakemake_logger(snakemake)
+b = snakemake.params.bootstrap
+scored = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
+random_models = set(scored.loc[scored["random_model"], "model"])
+acc = accuracy_table(scored, n_boot=b["n"], seed=b["seed"], level=b["level"])
+mc = mcnemar_table(scored)
+for t in (acc, mc):
+    t["random_model"] = t["model"].isin(random_models)
+if random_models:
+    log.warning("randomly initialised models (meaningless scores): %s", sorted(random_models))
+log.info("%d accuracy rows, %d paired tests", len(acc), len(mc))
+write_tsv(acc, snakemake.output.accuracy, float_format="%.4f")
+write_tsv(mc, snakemake.output.mcnemar, float_format="%.6g")
