@@ -6,8 +6,30 @@ import os as _os
 from csbench.config import validate as _validate_section
 
 AUDIT = "results/audit"
-AUDITS = _validate_section(config.setdefault("audits", {}),
-                           _os.path.join(workflow.basedir, "workflow", "schemas", "audits.schema.yaml"))
+
+
+def _audit_config():
+    """Built-in audits with the user's keys laid over them, then every entry's defaults filled."""
+    import yaml
+
+    path = _os.path.join(workflow.basedir, "workflow", "schemas", "audits.schema.yaml")
+    schema = yaml.safe_load(open(path))
+    generic = {k: v["default"] for k, v in schema["additionalProperties"]["properties"].items()}
+    user = config.setdefault("audits", {})
+    for name, sub in schema["properties"].items():
+        given = user.get(name) or {}
+        merged = dict(sub["default"])
+        # keys left at the generic default (filled by an earlier validation) keep the built-in value
+        merged.update({k: v for k, v in given.items() if not (k in merged and v == generic.get(k))})
+        user[name] = merged
+    audits = _validate_section(user, path)
+    for name, a in audits.items():
+        if a["enabled"] and not (a["train"] and a["test"]):
+            raise WorkflowError(f"audits.{name}: train and test must be set")
+    return audits
+
+
+AUDITS = _audit_config()
 AUDIT_METHODS = ("trigram", "bm25", "embedding", "wordnet")
 
 

@@ -105,7 +105,7 @@ rule twentyq_score:
         freq=f"{TWENTYQ}/topic_frequency.parquet",
         model=lambda wc: model_dir(wc.model),
     output:
-        items=f"{TWENTYQ}/scores/{{model}}/items.parquet",
+        scored=f"{TWENTYQ}/scores/{{model}}/items.parquet",
         metrics=f"{TWENTYQ}/scores/{{model}}/metrics.tsv",
     params:
         scoring=TQ["scoring"],
@@ -127,7 +127,7 @@ rule twentyq_score:
 
 rule twentyq_summary:
     input:
-        items=expand(f"{TWENTYQ}/scores/{{model}}/items.parquet", model=twentyq_models()),
+        scored=expand(f"{TWENTYQ}/scores/{{model}}/items.parquet", model=twentyq_models()),
         metrics=expand(f"{TWENTYQ}/scores/{{model}}/metrics.tsv", model=twentyq_models()),
     output:
         metrics=report(f"{TWENTYQ}/metrics.tsv", caption="../report/twentyq_metrics.rst", category="20Q"),

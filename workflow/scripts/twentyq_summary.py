@@ -10,5 +10,5 @@ models = snakemake.params.models
 table = pd.concat([pd.read_csv(p, sep="\t") for p in snakemake.input.metrics], ignore_index=True)
 log.info("metrics:\n%s", table.to_string(index=False))
 write_tsv(table, snakemake.output.metrics, float_format="%.4f")
-items = {m: pd.read_parquet(p) for m, p in zip(models, snakemake.input.items)}
+items = {m: pd.read_parquet(p) for m, p in zip(models, snakemake.input.scored)}
 plot_nll_by_quartile(items, snakemake.output.figure, variant=snakemake.params.variant)
