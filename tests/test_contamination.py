@@ -204,3 +204,24 @@ def test_effect_mann_whitney():
     assert e.acc_contaminated == 1.0 and e.acc_clean == 0.5 and e.p_value < 0.01
     with pytest.raises(InputError, match="correct"):
         effect("m", res.drop(columns="correct"), flags, "b", "c")
+
+
+def test_short_probes_and_right_anchored_parts():
+    df = pd.DataFrame({"id": ["s1", "s2"],
+                       "sentence": ["Nora gave Omar a ride since _ had a car.",
+                                    "Yesterday _ said that the old red barn near the river was painted last "
+                                    "summer by the whole family."],
+                       "option1": ["Nora", "Tom"], "option2": ["Omar", "Ann"]})
+    p = extract("winogrande_dev", df)
+    idx = ProbeIndex(p, n=13, min_words=8)
+    docs = [("whole", b"x Nora gave Omar a ride since Nora had a car. y"),
+            ("prefix", b"Nora gave Omar a ride since Nora had a bike."),
+            ("parts", b"Then yesterday Bob said that the old red barn near the river was painted last "
+                      b"summer by the whole family.")]
+    t = Scanner(idx).scan(docs).table()
+    s1 = t[t.item_id == "s1"]
+    assert set(s1.doc_id) == {"whole"}            # 10-word probe: found only when whole
+    assert set(s1.method) == {"exact", "ngram"}
+    assert s1[s1.method == "ngram"].span.iloc[0] == 10
+    s2 = t[(t.item_id == "s2") & (t.probe == "parts")]
+    assert s2.doc_id.tolist() == ["parts"] and s2.text.iloc[0].startswith("yesterday bob said")

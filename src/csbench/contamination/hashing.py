@@ -43,7 +43,6 @@ _UNI_PUNCT = re.compile(
 )
 
 
-_NON_ASCII = re.compile(rb"[\x80-\xff]+")
 
 
 class _Powers:
@@ -82,23 +81,43 @@ _BYTE_POWERS = _Powers(P_BYTE, INV_BYTE, np.uint32)
 _WORD_POWERS = _Powers(P_WORD, INV_WORD, np.uint64)
 
 
-def _fold_run(m: re.Match) -> bytes:
-    text = unicodedata.normalize("NFKC", m.group().decode("utf-8", errors="replace")).lower()
-    return _UNI_PUNCT.sub(b" ", text.encode("utf-8", errors="replace"))
+_RUN_CACHE: dict[bytes, bytes] = {}
+
+
+def _fold_run(run: bytes) -> bytes:
+    out = _RUN_CACHE.get(run)
+    if out is None:
+        text = unicodedata.normalize("NFKC", run.decode("utf-8", errors="replace")).lower()
+        out = _UNI_PUNCT.sub(b" ", text.encode("utf-8", errors="replace"))
+        if len(run) <= 64 and len(_RUN_CACHE) < 200_000:
+            _RUN_CACHE[run] = out
+    return out
 
 
 def normalise_bytes(buf: bytes) -> bytes:
     """Corpus-side normalisation of UTF-8 bytes, word-equivalent to ``fold``.
 
     ASCII needs only ``bytes.lower`` (punctuation is a separator in the lookup table). Each run
-    of non-ASCII bytes is
-    NFKC-normalised and lower-cased as text, and Unicode punctuation in it is blanked. Offsets
-    therefore stay those of the input for ASCII text.
+    of non-ASCII bytes is NFKC-normalised and lower-cased as text and its Unicode punctuation
+    blanked (runs are found with numpy and their results cached, since the same few characters
+    recur). Offsets therefore stay those of the input for ASCII text. Limitation: a combining
+    accent after an ASCII letter is not composed with it.
     """
     low = buf.lower()
     if low.isascii():
         return low
-    return _NON_ASCII.sub(_fold_run, low)
+    hi = np.flatnonzero(np.frombuffer(low, dtype=np.uint8) >= 0x80)
+    cut = np.flatnonzero(np.diff(hi) != 1)
+    starts = np.concatenate((hi[:1], hi[cut + 1])).tolist()
+    ends = (np.concatenate((hi[cut], hi[-1:])) + 1).tolist()
+    out = []
+    prev = 0
+    for a, b in zip(starts, ends):
+        out.append(low[prev:a])
+        out.append(_fold_run(low[a:b]))
+        prev = b
+    out.append(low[prev:])
+    return b"".join(out)
 
 
 def tokenise(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

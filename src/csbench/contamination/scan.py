@@ -4,9 +4,9 @@ Benchmark probes (one row per text to look for: ``benchmark, item_id, probe, kin
 ``full`` or ``part``) are turned into hash keys:
 
 * ``ngram``: every word n-gram of a full probe; a full probe shorter than n (but at least
-  ``min_words`` long) is one key of its own length;
-* ``exact``: the first n-gram of a probe (or the whole probe when shorter) is an anchor; a hit is
-  then extended word by word. A full probe found whole is an exact hit; so is an item whose parts
+  ``min_words`` long) counts as one n-gram, found when it occurs whole;
+* ``exact``: the first n-gram of a probe (its first ``min_words`` words when shorter) is an
+  anchor; a hit is then extended word by word. Hashing at two lengths only keeps the scan fast. A full probe found whole is an exact hit; so is an item whose parts
   (for WinoGrande, the text before and after the blank) occur in order in one document, each
   within ``max_gap`` words of the previous (the blank's filler), whatever fills the gap.
 
@@ -66,8 +66,8 @@ class ProbeIndex:
                 continue
             if m < min_words:
                 continue
-            if m < n:
-                keys[m].append((H.sequence_hash(p.hashes), i, 0))
+            if m < n:    # anchored by its first min_words words, then verified whole
+                keys[min_words].append((H.sequence_hash(p.hashes[:min_words]), i, 0))
             elif "ngram" in methods:
                 g = H.ngram_hashes(H.ngram_prefix(p.hashes), n)
                 keys[n].extend((int(x), i, j) for j, x in enumerate(g))
@@ -84,7 +84,7 @@ class ProbeIndex:
             if m < min_words:
                 continue
             self.parts[anchor] = (idxs[0], idxs[1])
-            L = min(m, n)
+            L = n if m >= n else min_words
             keys[L].append((H.sequence_hash(self.probes[anchor].hashes[:L]), anchor, 0))
         self.table = np.zeros(1 << TABLE_BITS, dtype=bool)
         self.keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -226,7 +226,7 @@ class Scanner:
                 if res.exact_ev is None:
                     res.exact_ev = self._evidence(buf, starts, ends, doc_start, ids, d, k,
                                                   k + m - 1)
-            if "ngram" in idx.methods and (m >= idx.n or m <= L):
+            if "ngram" in idx.methods and (m >= idx.n or whole):
                 res.positions.add(pos)
                 chains[(p, d)].append((pos, k))
         for (p, d), lst in chains.items():

@@ -1,0 +1,300 @@
+"""Contamination scan benchmark: correctness on a generated >= 2 GB corpus and ngram throughput.
+
+    .venv/bin/python bench/contamination_bench.py --out /tmp/c7_corpus --gb 2.0 --jobs 2
+
+1. Generates a corpus under ``--out`` (never in the repo) from text on this machine
+   (/usr/share/doc, Python sources under /usr/lib/python3*, the venv's site-packages), one document
+   per file chunk, as JSON lines (plain files plus one .zst and one .gz file), and plants WinoGrande
+   dev items (``--winogrande``) in random documents: verbatim, re-cased and re-punctuated, split
+   across a line break, and WinoWhat paraphrases (``--winowhat``) which must *not* match.
+2. Scans every file with the library (exact + ngram, n=13) in ``--jobs`` processes and checks that
+   every planted verbatim / re-cased / split item is found, that every reported hit is confirmed by
+   a brute-force check of its document, and that on a random sample of documents a brute-force
+   scan finds exactly what the library finds.
+3. Throughput on ``--sample-mb`` of one plain file, in one process (= one core): reading only,
+   reading + JSON parsing, the numpy scan, and a straightforward pure-Python 13-gram set lookup
+   (the baseline), all in the same run. Writes a JSON report (``--report``).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import os
+import random
+import re
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+import zstandard
+
+from csbench.contamination import corpus as C
+from csbench.contamination.items import extract
+from csbench.contamination.scan import ProbeIndex, Scanner
+from csbench.text import fold
+
+N = 13
+DOC_CHARS = 64_000
+
+
+def source_files() -> list[str]:
+    pats = ["/usr/share/doc/**/*", "/usr/lib/python3*/**/*.py",
+            str(Path(sys.prefix) / "lib/python3*/site-packages/**/*.py"),
+            str(Path(sys.prefix) / "lib/python3*/site-packages/**/*.txt"),
+            str(Path(sys.prefix) / "lib/python3*/site-packages/**/*.md")]
+    files = sorted({f for p in pats for f in glob.glob(p, recursive=True) if os.path.isfile(f)})
+    return files
+
+
+def read_text(path: str) -> str | None:
+    try:
+        raw = gzip.open(path).read() if path.endswith(".gz") else open(path, "rb").read()
+    except (OSError, EOFError):
+        return None
+    if b"\x00" in raw[:4096]:
+        return None
+    return raw.decode("utf-8", errors="replace")
+
+
+def variants(text: str, rng: random.Random) -> dict[str, str]:
+    recased = "".join(c.upper() if rng.random() < 0.5 else c.lower() for c in text)
+    recased = re.sub(r"\s+", lambda m: rng.choice([" ", " , ", " -- ", "  ", "; "]), recased)
+    recased = recased.replace(".", "!?")
+    words = text.split(" ")
+    cut = rng.randint(1, max(1, len(words) - 1))
+    split = " ".join(words[:cut]) + "\n" + " ".join(words[cut:])
+    return {"verbatim": text, "recased": recased, "linebreak": split}
+
+
+def generate(out: Path, target: int, wg: pd.DataFrame, ww: pd.DataFrame, seed: int = 0) -> dict:
+    rng = random.Random(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    texts = [t for t in (read_text(f) for f in source_files()) if t]
+    docs_per_pass = []
+    for t in texts:
+        for i in range(0, len(t), DOC_CHARS):
+            docs_per_pass.append(t[i:i + DOC_CHARS])
+    pass_bytes = sum(len(d) for d in docs_per_pass)
+    n_docs = int(len(docs_per_pass) * target / pass_bytes) + 1
+    # planted items: answer-filled WinoGrande dev sentences
+    items = wg.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    plan = {}
+    kinds = ["verbatim"] * 400 + ["recased"] * 200 + ["linebreak"] * 200
+    for k, row in zip(kinds, items.itertuples(index=False)):
+        filled = row.sentence.replace("_", row.option1 if str(row.answer) == "1" else row.option2)
+        plan[rng.randrange(n_docs)] = (row.id, k, variants(filled, rng)[k])
+    para = ww.sample(n=min(150, len(ww)), random_state=seed)
+    used = {p[0] for p in plan.values()}
+    for row in para.itertuples(index=False):
+        if row.orig_id in used or "_" not in row.paraphrased_sentence:
+            continue
+        filled = row.paraphrased_sentence.replace(
+            "_", row.option1 if str(row.label) == "1" else row.option2)
+        plan[rng.randrange(n_docs)] = (row.orig_id, "paraphrase", filled)
+    manifest = []
+    n_files = max(3, -(-target // (256 << 20)))
+    per_file = -(-n_docs // n_files)
+    names = [f"corpus-{i:03d}.jsonl" for i in range(n_files)]
+    names[-2] += ".zst"
+    names[-1] += ".gz"
+    d = 0
+    for name in names:
+        path = out / name
+        if path.name.endswith(".zst"):
+            fh = zstandard.ZstdCompressor(level=1, threads=2).stream_writer(open(path, "wb"))
+        elif path.name.endswith(".gz"):
+            fh = gzip.open(path, "wb", compresslevel=1)
+        else:
+            fh = open(path, "wb")
+        with fh:
+            for _ in range(per_file):
+                if d >= n_docs:
+                    break
+                text = docs_per_pass[rng.randrange(len(docs_per_pass))]
+                if d in plan:
+                    item, kind, planted = plan[d]
+                    cut = rng.randrange(len(text) + 1)
+                    cut = text.rfind("\n", 0, cut) + 1
+                    text = text[:cut] + planted + "\n" + text[cut:]
+                    manifest.append(dict(doc_id=f"doc{d}", item_id=item, kind=kind, file=name,
+                                         text=planted))
+                fh.write((json.dumps({"id": f"doc{d}", "text": text}) + "\n").encode())
+                d += 1
+    return {"files": names, "documents": n_docs, "planted": manifest}
+
+
+def _scan_file(args):
+    path, probes = args
+    idx = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
+    t0 = time.process_time()
+    s = Scanner(idx).scan(C.iter_documents((path, 0, -1), "jsonl", "text", "id"))
+    cpu = time.process_time() - t0
+    return path, s.table(), dict(s.stats(), cpu_s=cpu)
+
+
+def brute_exact(doc: str, texts: list[str]) -> set[int]:
+    f = " " + fold(doc) + " "
+    return {i for i, t in enumerate(texts) if " " + t + " " in f}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", default="/tmp/c7_corpus")
+    ap.add_argument("--gb", type=float, default=2.0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--winogrande", default="/work/shared/mirror/winogrande/dev.jsonl")
+    ap.add_argument("--winowhat", default="/work/shared/mirror/winowhat/WinoWhat.csv")
+    ap.add_argument("--sample-mb", type=float, default=200)
+    ap.add_argument("--baseline-mb", type=float, default=20)
+    ap.add_argument("--brute-docs", type=int, default=2000)
+    ap.add_argument("--report", default="/tmp/c7_bench.json")
+    ap.add_argument("--reuse", action="store_true", help="reuse an existing generated corpus")
+    a = ap.parse_args()
+    out = Path(a.out)
+    from csbench.data import winogrande as wgmod, winowhat as wwmod
+    from csbench.winowhat.items import align_winowhat
+
+    wg = wgmod.normalise("dev", {"dev.jsonl": Path(a.winogrande)})
+    ww = align_winowhat(wg, wwmod.normalise("winowhat", {"WinoWhat.csv": Path(a.winowhat)}))
+    report: dict = {}
+    t = time.time()
+    if a.reuse and (out / "manifest.json").exists():
+        gen = json.loads((out / "manifest.json").read_text())
+    else:
+        gen = generate(out, int(a.gb * 1e9), wg, ww)
+        (out / "manifest.json").write_text(json.dumps(gen))
+        report["generate_s"] = round(time.time() - t, 1)
+    files = [str(out / f) for f in gen["files"]]
+    report["disk_bytes"] = sum(os.path.getsize(f) for f in files)
+    probes = extract("winogrande_dev", wg)
+
+    # -- full scan, correctness --------------------------------------------------------------
+    t = time.time()
+    with ProcessPoolExecutor(a.jobs) as ex:
+        res = list(ex.map(_scan_file, [(f, probes) for f in files]))
+    report["scan_wall_s"] = round(time.time() - t, 1)
+    table = pd.concat([r[1] for r in res], ignore_index=True)
+    report["text_bytes"] = sum(r[2]["bytes"] for r in res)
+    report["documents"] = sum(r[2]["documents"] for r in res)
+    report["per_file"] = {Path(r[0]).name: r[2] for r in res}
+    exact = table[table.method == "exact"]
+    found = set(zip(exact.item_id, exact.doc_id))
+    planted = pd.DataFrame(gen["planted"])
+    planted["found_exact"] = [(i, d) in found for i, d in zip(planted.item_id, planted.doc_id)]
+    report["planted"] = planted.groupby("kind").found_exact.agg(["size", "sum"]).to_dict("index")
+    # every reported hit confirmed by brute force on its document
+    hit_docs = set(table.doc_id)
+    texts = {}
+    for f in files:
+        for doc_id, text in C.iter_documents((f, 0, -1), "jsonl", "text", "id"):
+            if doc_id in hit_docs:
+                texts[doc_id] = text.decode()
+    full = probes[probes.kind == "full"].reset_index(drop=True)
+    ftexts = [fold(t) for t in full.text]
+    bad = 0
+    for r in exact[exact.probe != "parts"].itertuples():
+        i = full.index[(full.item_id == r.item_id) & (full.probe == r.probe)][0]
+        bad += i not in brute_exact(texts[r.doc_id], ftexts)
+    report["exact_hits"] = int(len(exact))
+    report["exact_hits_not_confirmed"] = int(bad)
+    report["ngram_hits"] = int((table.method == "ngram").sum())
+    # agreement with brute force on a random sample of documents (+ all hit documents)
+    grams = {}
+    for i, t in enumerate(ftexts):
+        w = t.split()
+        for j in range(len(w) - N + 1):
+            grams.setdefault(tuple(w[j:j + N]), i)
+    rng = random.Random(1)
+    p_take = a.brute_docs / (report["documents"] / len(files))
+    sample = dict(texts)
+    for doc_id, text in C.iter_documents((files[0], 0, -1), "jsonl", "text", "id"):
+        if rng.random() < p_take:
+            sample[doc_id] = text.decode()
+    tw = [set(tuple(t.split()[j:j + N]) for j in range(len(t.split()) - N + 1)) for t in ftexts]
+    idx = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
+    mism = 0
+    for doc_id, text in sample.items():
+        t2 = Scanner(idx).scan([(doc_id, text.encode())]).table()
+        lib_exact = {(r.item_id, r.probe) for r in t2[(t2.method == "exact") & (t2.probe != "parts")].itertuples()}
+        bf_exact = {(full.item_id[i], full.probe[i]) for i in brute_exact(text, ftexts)
+                    if len(ftexts[i].split()) >= 8}
+        lib_ng = {(r.item_id, r.probe) for r in t2[t2.method == "ngram"].itertuples()
+                  if len(ftexts[full.index[(full.item_id == r.item_id) & (full.probe == r.probe)][0]].split()) >= N}
+        # n-gram agreement: probes having any 13-gram in the document
+        w = fold(text).split()
+        dg = {tuple(w[j:j + N]) for j in range(len(w) - N + 1)}
+        bf_ng = {(full.item_id[i], full.probe[i]) for i, s in enumerate(tw) if s & dg}
+        mism += (lib_exact != bf_exact) + (lib_ng != bf_ng)
+    report["brute_force_docs"] = len(sample)
+    report["brute_force_mismatches"] = mism
+
+    # -- throughput, one process -------------------------------------------------------------
+    plain = files[0]
+    limit = int(a.sample_mb * 1e6)
+
+    def docs(limit):
+        n = 0
+        for doc_id, text in C.iter_documents((plain, 0, -1), "jsonl", "text", "id"):
+            yield doc_id, text
+            n += len(text)
+            if n >= limit:
+                return
+
+    tp = {}
+    t = time.process_time()
+    nbytes = 0
+    with open(plain, "rb") as fh:
+        while nbytes < limit:
+            b = fh.read(1 << 22)
+            if not b:
+                break
+            nbytes += len(b)
+    tp["read_plain_MBps"] = nbytes / 1e6 / (time.process_time() - t)
+    zst = [f for f in files if f.endswith(".zst")][0]
+    t = time.process_time()
+    nbytes = 0
+    with C.open_binary(zst) as fh:
+        while nbytes < limit:
+            b = fh.read(1 << 22)
+            if not b:
+                break
+            nbytes += len(b)
+    tp["read_zstd_MBps"] = nbytes / 1e6 / (time.process_time() - t)
+    t = time.process_time()
+    nbytes = sum(len(x) for _, x in docs(limit))
+    tp["read_parse_jsonl_MBps"] = nbytes / 1e6 / (time.process_time() - t)
+    idx = ProbeIndex(probes, n=N, min_words=8, methods=("ngram",))
+    t = time.process_time()
+    s = Scanner(idx).scan(docs(limit))
+    cpu = time.process_time() - t
+    tp["ngram_scan_end_to_end_MBps"] = s.bytes / 1e6 / cpu
+    tp["ngram_scan_hashing_only_MBps"] = s.bytes / 1e6 / s.seconds
+    idx2 = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
+    t = time.process_time()
+    s2 = Scanner(idx2).scan(docs(limit))
+    tp["exact_plus_ngram_end_to_end_MBps"] = s2.bytes / 1e6 / (time.process_time() - t)
+    blimit = int(a.baseline_mb * 1e6)
+    t = time.process_time()
+    nb = 0
+    hits = 0
+    for _, text in docs(blimit):
+        nb += len(text)
+        w = fold(text.decode("utf-8", errors="replace")).split()
+        for j in range(len(w) - N + 1):
+            if tuple(w[j:j + N]) in grams:
+                hits += 1
+    tp["pure_python_set_lookup_MBps"] = nb / 1e6 / (time.process_time() - t)
+    tp["speedup_vs_pure_python"] = tp["ngram_scan_end_to_end_MBps"] / tp["pure_python_set_lookup_MBps"]
+    tp["sample_MB"] = s.bytes / 1e6
+    tp["baseline_MB"] = nb / 1e6
+    report["throughput_one_core"] = {k: round(v, 2) for k, v in tp.items()}
+    Path(a.report).write_text(json.dumps(report, indent=1, default=str))
+    print(json.dumps({k: v for k, v in report.items() if k != "per_file"}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
