@@ -1,0 +1,182 @@
+"""WinoWhat engine vs lm-evaluation-harness on the real WinoGrande dev items (original method).
+
+Measures (1) agreement: per-item log-likelihoods (|difference| <= 1e-4) and predictions, and
+(2) throughput: items/s of csbench.lm.LMScorer vs lm-eval's HFLM on the same model, device,
+dtype and batch size, in the same run. lm-eval reads the local dev file (``dataset_path: json``)
+with its own winogrande task functions, and the local model directory (HFLM pretrained=<dir>).
+
+    .venv/bin/python bench/winowhat_lmeval.py --dev ../shared/mirror/winogrande/dev.jsonl \
+        --shape tiny-gpt2 --out results/bench/winowhat_lmeval_tiny.json
+    # GPU (H100): --shape pythia-1.4b --device cuda --dtype bfloat16 --batch-size auto
+
+Models are randomly initialised (tokenizer trained in-process): the numbers measure agreement
+and speed only, never accuracy.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Bench-only model shapes (besides csbench.models.RANDOM_SHAPES).
+EXTRA_SHAPES = {
+    "small-neox": dict(model_type="gpt_neox", hidden_size=256, num_hidden_layers=4,
+                       num_attention_heads=4, intermediate_size=1024,
+                       max_position_embeddings=512, rotary_pct=0.25),
+}
+
+
+def build_model(shape: str, outdir: Path) -> Path:
+    from csbench import models
+
+    if (outdir / "config.json").exists():
+        return outdir
+    if shape in EXTRA_SHAPES:
+        models.RANDOM_SHAPES.setdefault(shape, EXTRA_SHAPES[shape])
+    return models.build_random_model(shape, outdir)
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def run_lmeval(model_dir, dev, device, dtype, batch_size, limit):
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks.winogrande import preprocess_winogrande as pw
+
+    lm = HFLM(pretrained=str(model_dir), device=device, dtype=dtype, batch_size=batch_size)
+    timing = {"s": 0.0, "requests": 0, "captured": []}
+    inner = lm.loglikelihood
+
+    def timed(requests, *a, **k):
+        t0 = time.perf_counter()
+        out = inner(requests, *a, **k)
+        _sync(device)
+        timing["s"] += time.perf_counter() - t0
+        timing["requests"] += len(requests)
+        timing["captured"].extend(requests)
+        return out
+
+    lm.loglikelihood = timed
+    task = {"task": "winogrande_local", "dataset_path": "json",
+            "dataset_kwargs": {"data_files": {"validation": str(Path(dev).resolve())}},
+            "output_type": "multiple_choice", "validation_split": "validation",
+            "doc_to_text": pw.doc_to_text, "doc_to_target": pw.doc_to_target,
+            "doc_to_choice": pw.doc_to_choice, "metric_list": [{"metric": "acc"}]}
+    res = lm_eval.simple_evaluate(model=lm, tasks=[task], num_fewshot=0, log_samples=True,
+                                  limit=limit, bootstrap_iters=0)
+    samples = sorted(res["samples"]["winogrande_local"], key=lambda s: s["doc_id"])
+    ll = [[float(r[0]) for r in s["filtered_resps"]] for s in samples]
+    return ll, timing, res["results"]["winogrande_local"], (inner, timing["captured"])
+
+
+def _sync(device):
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run_csbench(model_dir, dev_rows, device, dtype, batch_size):
+    from csbench.lm import LMScorer
+    from csbench.winowhat.requests import partial_requests
+
+    scorer = LMScorer(model_dir, device=device, dtype=dtype, batch_size=batch_size)
+    reqs = [r for d in dev_rows for r in partial_requests(d["sentence"], d["option1"], d["option2"])]
+    scorer.loglikelihood(reqs[:8])  # warm-up (kernels, allocator), not timed
+    scorer.stats.update(rows=0, forward_tokens=0, padded_tokens=0, batches=0)
+    t0 = time.perf_counter()
+    out = scorer.loglikelihood(reqs)
+    _sync(device)
+    secs = time.perf_counter() - t0
+    ll = [[out[2 * i][0], out[2 * i + 1][0]] for i in range(len(dev_rows))]
+    return ll, secs, dict(scorer.stats), scorer, reqs
+
+
+def timeit(fn, device) -> float:
+    t0 = time.perf_counter()
+    fn()
+    _sync(device)
+    return time.perf_counter() - t0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dev", default="../shared/mirror/winogrande/dev.jsonl")
+    ap.add_argument("--shape", default="tiny-gpt2")
+    ap.add_argument("--model-dir", default=None, help="default: results/bench/models/<shape>")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--batch-size", default="32")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--peak-tflops", type=float, default=None,
+                    help="device peak (e.g. 989 for H100 SXM bf16 dense) for MFU")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads for both systems (1 = stable on a shared machine)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="alternating timed repeats of both systems; the median is reported")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    import torch
+
+    torch.manual_seed(0)
+    if a.device == "cpu":
+        torch.set_num_threads(a.threads)
+    model_dir = Path(a.model_dir or f"results/bench/models/{a.shape}")
+    build_model(a.shape, model_dir)
+    dev_rows = [json.loads(line) for line in open(a.dev, encoding="utf-8") if line.strip()]
+    if a.limit:
+        dev_rows = dev_rows[:a.limit]
+    bs = a.batch_size if a.batch_size == "auto" else int(a.batch_size)
+    ours, secs, stats, scorer, reqs = run_csbench(model_dir, dev_rows, a.device, a.dtype, bs)
+    theirs, timing, metrics, (their_ll, their_reqs) = run_lmeval(model_dir, a.dev, a.device,
+                                                                 a.dtype, bs, a.limit)
+    ours_t, theirs_t = [secs], [timing["s"]]
+    for _ in range(a.repeats - 1):  # alternate, so background load hits both alike
+        ours_t.append(timeit(lambda: scorer.loglikelihood(reqs), a.device))
+        theirs_t.append(timeit(lambda: their_ll(their_reqs, disable_tqdm=True), a.device))
+    import statistics
+
+    secs, their_secs = statistics.median(ours_t), statistics.median(theirs_t)
+    n = len(dev_rows)
+    diffs = [abs(x - y) for o, t in zip(ours, theirs) for x, y in zip(o, t)]
+    pred_o = [1 if o[0] >= o[1] else 2 for o in ours]
+    pred_t = [1 if t[0] >= t[1] else 2 for t in theirs]
+    params = n_params(scorer.model)
+    flops = 2 * params * stats["forward_tokens"]
+    report = {
+        "model": str(model_dir), "shape": a.shape, "params": params, "device": a.device,
+        "dtype": a.dtype, "batch_size": a.batch_size, "items": n, "requests": 2 * n,
+        "host": platform.node(), "cpu_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "agreement": {"max_abs_diff": max(diffs), "n_over_1e-4": sum(d > 1e-4 for d in diffs),
+                      "predictions_equal": sum(p == q for p, q in zip(pred_o, pred_t)),
+                      "predictions_total": n},
+        "csbench": {"seconds": secs, "items_per_s": n / secs, "runs_s": ours_t, "stats": stats,
+                    "achieved_tflops": flops / secs / 1e12},
+        "lm_eval": {"seconds": their_secs, "items_per_s": n / their_secs, "runs_s": theirs_t,
+                    "acc": metrics.get("acc,none")},
+        "speedup": their_secs / secs,
+    }
+    if a.peak_tflops:
+        report["csbench"]["mfu"] = flops / secs / 1e12 / a.peak_tflops
+        report["lm_eval"]["mfu_same_flops"] = flops / their_secs / 1e12 / a.peak_tflops
+    text = json.dumps(report, indent=1)
+    print(text)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(text)
+    return 0 if report["agreement"]["n_over_1e-4"] == 0 and pred_o == pred_t else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
