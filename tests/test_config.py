@@ -58,3 +58,18 @@ def test_bad_checksum_format(repo, base):
 
 def test_every_key_has_default_and_description(repo):
     assert check_schema_documented(repo / SCHEMA) == []
+
+
+def test_source_file_overrides_merge_with_defaults(repo, base):
+    base["sources"] = {"winogrande": {"files": {"train_xl.jsonl": "skip"}}}
+    cfg = validate(base, repo / SCHEMA)
+    files = cfg["sources"]["winogrande"]["files"]
+    assert files["train_xl.jsonl"] == "skip"
+    assert files["dev.jsonl"] and files["test.jsonl"]
+    assert cfg["sources"]["winogrande"]["archive"] == "zip"
+
+
+def test_model_maps_replace_defaults(repo, base):
+    base["models"] = {"lm": {"mine": "/models/mine"}}
+    cfg = validate(base, repo / SCHEMA)
+    assert cfg["models"]["lm"] == {"mine": "/models/mine"}

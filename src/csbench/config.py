@@ -1,11 +1,16 @@
 """Config validation against the JSON schema, with defaults filled in and errors naming the key.
 
+Defaults fill missing keys; a property marked ``x-merge-defaults: true`` (the per-source ``files``
+and ``urls`` maps) is merged key by key with its default instead, so a user can skip or re-hash
+one file without restating the others.
+
 The schema (``workflow/schemas/config.schema.yaml``) may ``$ref`` per-task schema files next to
 it; every property has a ``default`` and a ``description``, and every object sets
 ``additionalProperties: false`` so a misspelt key fails before any job runs.
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import yaml
@@ -21,10 +26,16 @@ def _with_defaults(cls):
     def set_defaults(validator, properties, instance, schema):
         if isinstance(instance, dict):
             for name, sub in properties.items():
-                if isinstance(sub, dict) and "default" in sub and name not in instance:
-                    import copy
-
+                if not isinstance(sub, dict) or "default" not in sub:
+                    continue
+                if name not in instance:
                     instance[name] = copy.deepcopy(sub["default"])
+                elif (sub.get("x-merge-defaults") and isinstance(sub["default"], dict)
+                      and isinstance(instance[name], dict)):
+                    # maps such as sources.<s>.files: user entries override single defaults
+                    merged = copy.deepcopy(sub["default"])
+                    merged.update(instance[name])
+                    instance[name] = merged
         yield from validate_props(validator, properties, instance, schema)
 
     return validators.extend(cls, {"properties": set_defaults})
