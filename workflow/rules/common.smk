@@ -31,12 +31,8 @@ def source_tables(source):
 
 
 def data_table(source, table):
-    """Path of a normalised Parquet table (fails early if the source cannot build it)."""
-    if table not in source_tables(source):
-        raise WorkflowError(
-            f"source {source!r} has no table {table!r} with the configured files "
-            f"(available: {sorted(source_tables(source))}); check sources.{source}.files"
-        )
+    """Path of a normalised Parquet table. Whether the configured files can build it is checked
+    when a job needs it (normalise_inputs), so unselected tasks never fail the parse."""
     return f"{DATA}/{source}/{table}.parquet"
 
 
@@ -54,9 +50,13 @@ def model_spec(name):
 
 
 def normalise_inputs(wildcards):
-    files = source_tables(wildcards.source).get(wildcards.table)
+    tables = source_tables(wildcards.source)
+    files = tables.get(wildcards.table)
     if files is None:
-        raise WorkflowError(f"source {wildcards.source!r} has no table {wildcards.table!r}")
+        raise WorkflowError(
+            f"source {wildcards.source!r} cannot build table {wildcards.table!r} from the configured "
+            f"files (it can build: {sorted(tables)}); check sources.{wildcards.source}.files"
+        )
     return {f: f"{RAW}/{wildcards.source}/{f}" for f in files}
 
 
