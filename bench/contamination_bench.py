@@ -6,7 +6,8 @@
    (/usr/share/doc, Python sources under /usr/lib/python3*, the venv's site-packages), one document
    per file chunk, as JSON lines (plain files plus one .zst and one .gz file), and plants WinoGrande
    dev items (``--winogrande``) in random documents: verbatim, re-cased and re-punctuated, split
-   across a line break, and WinoWhat paraphrases (``--winowhat``) which must *not* match.
+   across a line break, and WinoWhat paraphrases (``--winowhat``; reported: how many of them the
+   string methods still catch, e.g. by the parts rule when the paraphrase keeps both halves).
 2. Scans every file with the library (exact + ngram, n=13) in ``--jobs`` processes and checks that
    every planted verbatim / re-cased / split item is found, that every reported hit is confirmed by
    a brute-force check of its document, and that on a random sample of documents a brute-force

@@ -1,66 +1,20 @@
 # Contamination scans: benchmark items searched in pretraining corpora (exact, n-gram, semantic).
 # Scatter/gather: every corpus is cut into shards (files, or byte ranges of large jsonl files) at
-# DAG-build time; each shard is one job whose output survives the failure of another shard.
-import csbench.config as _cont_config
-import csbench.contamination.items as _cont_items
-from csbench.contamination.corpus import expand_paths as _cont_expand, plan_shards as _cont_plan
+# DAG-build time (csbench.contamination.workflow.Plan); each shard is one job whose output
+# survives the failure of another shard.
+from csbench.contamination.items import BENCHMARKS as CONT_BENCHMARKS
+from csbench.contamination.workflow import Plan as _ContPlan
 
 CONT = "results/contamination"
-# Fill the section's nested defaults here too: the top-level validator does not descend into a
-# $ref'd schema with its own class (jsonschema picks the plain validator for a "$schema" resource).
-_CONT_CFG = _cont_config.validate(
-    config["contamination"],
-    os.path.join(str(workflow.current_basedir), "..", "schemas", "contamination.schema.yaml"),
+CONT_PLAN = _ContPlan(
+    config, os.path.join(str(workflow.current_basedir), "..", "schemas", "contamination.schema.yaml")
 )
-_CONT_LEXICAL = [m for m in _CONT_CFG["methods"] if m in ("exact", "ngram")]
-
-
-def _cont_shards(corpus, kind):
-    """Shard plan of a corpus (kind: lexical or semantic): list of [path, start, end] pieces."""
-    cfg = _CONT_CFG["corpora"][corpus]
-    mb = _CONT_CFG["shard_mb"] if kind == "lexical" else _CONT_CFG["semantic"]["shard_mb"]
-    files = _cont_expand(corpus, cfg["paths"])
-    return _cont_plan(files, cfg["format"], int(mb * 1e6))
-
-
-_CONT_PLAN = {
-    (c, k): _cont_shards(c, k) for c in _CONT_CFG["corpora"] for k in ("lexical", "semantic")
-}
-
-
-def _cont_tables(wildcards):
-    return {
-        b: data_table(*_cont_items.BENCHMARKS[b][:2]) for b in _CONT_CFG["benchmarks"]
-    }
-
-
-def _cont_semantic(corpus):
-    wanted = _CONT_CFG["semantic"]["corpora"]
-    return "semantic" in _CONT_CFG["methods"] and (wanted is None or corpus in wanted)
-
-
-def _cont_shard_outputs(corpus):
-    out = []
-    if _CONT_LEXICAL:
-        n = len(_CONT_PLAN[(corpus, "lexical")])
-        out += [f"{CONT}/scan/{corpus}/lexical/{i}.parquet" for i in range(n)]
-    if _cont_semantic(corpus):
-        n = len(_CONT_PLAN[(corpus, "semantic")])
-        out += [f"{CONT}/scan/{corpus}/semantic/{i}.parquet" for i in range(n)]
-    return out
-
-
-def _cont_piece_files(kind):
-    def inner(wildcards):
-        shard = _CONT_PLAN[(wildcards.corpus, kind)][int(wildcards.shard)]
-        return sorted({p for p, _, _ in shard})
-
-    return inner
+CONT_CFG = CONT_PLAN.cfg
 
 
 rule contamination_probes:
     input:
-        unpack(_cont_tables),
+        unpack(lambda wc: {b: data_table(*CONT_PLAN.table(b)) for b in CONT_CFG["benchmarks"]}),
     output:
         f"{CONT}/probes.parquet",
     log:
@@ -78,16 +32,16 @@ rule contamination_probes:
 rule contamination_scan:
     input:
         probes=f"{CONT}/probes.parquet",
-        files=_cont_piece_files("lexical"),
+        files=lambda wc: CONT_PLAN.shard_files(wc.corpus, "lexical", wc.shard),
     output:
         hits=f"{CONT}/scan/{{corpus}}/lexical/{{shard}}.parquet",
         stats=f"{CONT}/scan/{{corpus}}/lexical/{{shard}}.json",
     params:
-        shard=lambda wc: _CONT_PLAN[(wc.corpus, "lexical")][int(wc.shard)],
-        corpus=lambda wc: _CONT_CFG["corpora"][wc.corpus],
-        methods=_CONT_LEXICAL,
-        ngram=_CONT_CFG["ngram"],
-        batch_bytes=_CONT_CFG["batch_kb"] * 1024,
+        shard=lambda wc: CONT_PLAN.shard(wc.corpus, "lexical", wc.shard),
+        corpus=lambda wc: CONT_CFG["corpora"][wc.corpus],
+        methods=CONT_PLAN.lexical,
+        ngram=CONT_CFG["ngram"],
+        batch_bytes=CONT_CFG["batch_kb"] * 1024,
     log:
         "logs/contamination/scan/{corpus}/lexical/{shard}.log",
     benchmark:
@@ -107,13 +61,13 @@ rule contamination_scan:
 rule contamination_semantic:
     input:
         probes=f"{CONT}/probes.parquet",
-        files=_cont_piece_files("semantic"),
+        files=lambda wc: CONT_PLAN.shard_files(wc.corpus, "semantic", wc.shard),
     output:
         f"{CONT}/scan/{{corpus}}/semantic/{{shard}}.parquet",
     params:
-        shard=lambda wc: _CONT_PLAN[(wc.corpus, "semantic")][int(wc.shard)],
-        corpus=lambda wc: _CONT_CFG["corpora"][wc.corpus],
-        semantic=_CONT_CFG["semantic"],
+        shard=lambda wc: CONT_PLAN.shard(wc.corpus, "semantic", wc.shard),
+        corpus=lambda wc: CONT_CFG["corpora"][wc.corpus],
+        semantic=CONT_CFG["semantic"],
         encoder=config["models"]["embedder"],
     log:
         "logs/contamination/scan/{corpus}/semantic/{shard}.log",
@@ -124,7 +78,7 @@ rule contamination_semantic:
     threads: 2
     resources:
         mem_mb=8000,
-        gpu=_CONT_CFG["semantic"]["gpu"],
+        gpu=CONT_CFG["semantic"]["gpu"],
     conda:
         "../../envs/lm.yaml"
     script:
@@ -134,20 +88,18 @@ rule contamination_semantic:
 rule contamination_gather:
     input:
         probes=f"{CONT}/probes.parquet",
-        shards=lambda wc: _cont_shard_outputs(wc.corpus),
+        shards=lambda wc: CONT_PLAN.shard_outputs(wc.corpus),
     output:
         f"{CONT}/{{benchmark}}/{{corpus}}/items.parquet",
     params:
-        methods=lambda wc: [
-            m for m in _CONT_CFG["methods"] if m != "semantic" or _cont_semantic(wc.corpus)
-        ],
-        ngram_threshold=_CONT_CFG["ngram"]["threshold"],
-        semantic_threshold=_CONT_CFG["semantic"]["threshold"],
+        methods=lambda wc: CONT_PLAN.methods(wc.corpus),
+        ngram_threshold=CONT_CFG["ngram"]["threshold"],
+        semantic_threshold=CONT_CFG["semantic"]["threshold"],
     log:
         "logs/contamination/{benchmark}/{corpus}/gather.log",
     wildcard_constraints:
         corpus=r"[A-Za-z0-9_-]+",
-        benchmark="|".join(_cont_items.BENCHMARKS),
+        benchmark="|".join(CONT_BENCHMARKS),
     threads: 1
     resources:
         mem_mb=2000,
@@ -158,17 +110,9 @@ rule contamination_gather:
         "../scripts/contamination_gather.py"
 
 
-def _cont_items_tables():
-    return {
-        f"{b}__{c}": f"{CONT}/{b}/{c}/items.parquet"
-        for b in _CONT_CFG["benchmarks"]
-        for c in _CONT_CFG["corpora"]
-    }
-
-
 rule contamination_summary:
     input:
-        unpack(lambda wc: _cont_items_tables()),
+        unpack(lambda wc: CONT_PLAN.items_tables()),
     output:
         report(
             f"{CONT}/summary.tsv",
@@ -187,24 +131,9 @@ rule contamination_summary:
         "../scripts/contamination_summary.py"
 
 
-_CONT_EFFECT_BENCH = [
-    b for b in _CONT_CFG["effect"]["benchmarks"] if b in _CONT_CFG["benchmarks"]
-]
-
-
-def _cont_effect_inputs(wildcards):
-    flags = {
-        f"flags__{b}__{c}": f"{CONT}/{b}/{c}/items.parquet"
-        for b in _CONT_EFFECT_BENCH
-        for c in _CONT_CFG["corpora"]
-    }
-    results = {f"results__{m}": f"results/winowhat/{m}/items.parquet" for m in config["models"]["lm"]}
-    return {**flags, **results}
-
-
 rule contamination_effect:
     input:
-        unpack(_cont_effect_inputs),
+        unpack(lambda wc: CONT_PLAN.effect_inputs()),
     output:
         report(
             f"{CONT}/effect.tsv",
@@ -223,18 +152,4 @@ rule contamination_effect:
         "../scripts/contamination_effect.py"
 
 
-def contamination_targets():
-    if not _CONT_CFG["corpora"]:
-        return []
-    out = list(_cont_items_tables().values()) + [f"{CONT}/summary.tsv"]
-    if (
-        _CONT_CFG["effect"]["enabled"]
-        and _CONT_EFFECT_BENCH
-        and "winowhat" in config["tasks"]
-        and config["models"]["lm"]
-    ):
-        out.append(f"{CONT}/effect.tsv")
-    return out
-
-
-register_targets("contamination", contamination_targets)
+register_targets("contamination", CONT_PLAN.targets)

@@ -1,0 +1,77 @@
+"""Snakemake-side planning of the contamination task (kept out of the .smk so rules stay rules).
+
+:class:`Plan` fills the section's defaults, cuts every corpus into shards once at DAG-build time,
+and names the inputs and targets of the rules in ``workflow/rules/contamination.smk``.
+"""
+from __future__ import annotations
+
+from ..config import validate
+from .corpus import expand_paths, plan_shards
+from .items import BENCHMARKS
+
+ROOT = "results/contamination"
+
+
+class Plan:
+    def __init__(self, config: dict, schema_path: str):
+        # Fill the section's nested defaults here too: the top-level validator does not descend
+        # into a $ref'd schema with its own class (jsonschema picks the plain validator there).
+        self.cfg = validate(config.setdefault("contamination", {}), schema_path)
+        self.tasks = list(config.get("tasks", []))
+        self.models = list(config.get("models", {}).get("lm", {}))
+        self.lexical = [m for m in self.cfg["methods"] if m in ("exact", "ngram")]
+        self.shards = {}
+        for corpus, c in self.cfg["corpora"].items():
+            files = expand_paths(corpus, c["paths"])
+            for kind, mb in (("lexical", self.cfg["shard_mb"]),
+                             ("semantic", self.cfg["semantic"]["shard_mb"])):
+                self.shards[(corpus, kind)] = plan_shards(files, c["format"], int(mb * 1e6))
+
+    def table(self, benchmark: str) -> tuple[str, str]:
+        """(source, table) of a benchmark's normalised table."""
+        return BENCHMARKS[benchmark][:2]
+
+    def shard(self, corpus: str, kind: str, index) -> list:
+        return self.shards[(corpus, kind)][int(index)]
+
+    def shard_files(self, corpus: str, kind: str, index) -> list[str]:
+        return sorted({p for p, _, _ in self.shard(corpus, kind, index)})
+
+    def semantic_on(self, corpus: str) -> bool:
+        wanted = self.cfg["semantic"]["corpora"]
+        return "semantic" in self.cfg["methods"] and (wanted is None or corpus in wanted)
+
+    def methods(self, corpus: str) -> list[str]:
+        return [m for m in self.cfg["methods"] if m != "semantic" or self.semantic_on(corpus)]
+
+    def shard_outputs(self, corpus: str) -> list[str]:
+        out = []
+        if self.lexical:
+            n = len(self.shards[(corpus, "lexical")])
+            out += [f"{ROOT}/scan/{corpus}/lexical/{i}.parquet" for i in range(n)]
+        if self.semantic_on(corpus):
+            n = len(self.shards[(corpus, "semantic")])
+            out += [f"{ROOT}/scan/{corpus}/semantic/{i}.parquet" for i in range(n)]
+        return out
+
+    def items_tables(self) -> dict[str, str]:
+        return {f"{b}__{c}": f"{ROOT}/{b}/{c}/items.parquet"
+                for b in self.cfg["benchmarks"] for c in self.cfg["corpora"]}
+
+    def effect_benchmarks(self) -> list[str]:
+        return [b for b in self.cfg["effect"]["benchmarks"] if b in self.cfg["benchmarks"]]
+
+    def effect_inputs(self) -> dict[str, str]:
+        flags = {f"flags__{b}__{c}": f"{ROOT}/{b}/{c}/items.parquet"
+                 for b in self.effect_benchmarks() for c in self.cfg["corpora"]}
+        results = {f"results__{m}": f"results/winowhat/{m}/items.parquet" for m in self.models}
+        return {**flags, **results}
+
+    def targets(self) -> list[str]:
+        if not self.cfg["corpora"]:
+            return []
+        out = list(self.items_tables().values()) + [f"{ROOT}/summary.tsv"]
+        if (self.cfg["effect"]["enabled"] and self.effect_benchmarks() and "winowhat" in self.tasks
+                and self.models):
+            out.append(f"{ROOT}/effect.tsv")
+        return out
