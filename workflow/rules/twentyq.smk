@@ -1,29 +1,12 @@
 # 20Q: clean the Twenty Questions data, build the overlap-free split, score LMs on yes/no
 # questions (zero-shot, few-shot, without the topic) and relate NLL to topic frequency.
-import os as _os
+import csbench.audit.workflow as _auw
+import csbench.twentyq.workflow as _tqw
 
-from csbench.config import validate as _validate_section
-
-TWENTYQ = "results/twentyq"
-# Fill this section's defaults directly from its schema (nested $ref sections are not filled).
-TQ = _validate_section(config.setdefault("twentyq", {}),
-                       _os.path.join(workflow.basedir, "workflow", "schemas", "twentyq.schema.yaml"))
-
-
-def twentyq_models():
-    names = TQ["scoring"]["models"]
-    names = list(config["models"]["lm"]) if names is None else names
-    for n in names:
-        if n not in config["models"]["lm"]:
-            raise WorkflowError(f"twentyq.scoring.models: {n!r} is not under models.lm")
-    return names
-
-
-def twentyq_reference_lm():
-    ref = TQ["scoring"]["reference_lm"] or next(iter(config["models"]["lm"]), None)
-    if ref not in config["models"]["lm"]:
-        raise WorkflowError(f"twentyq.scoring.reference_lm: {ref!r} is not under models.lm")
-    return ref
+TWENTYQ = _tqw.ROOT
+TQ = _tqw.section(config, os.path.join(workflow.basedir, "workflow", "schemas"))
+TQ_MODELS = _tqw.scoring_models(TQ, config["models"]["lm"])
+TQ_REFERENCE = _tqw.reference_lm(TQ, config["models"]["lm"])
 
 
 rule twentyq_clean:
@@ -78,7 +61,7 @@ rule twentyq_split:
 rule twentyq_topic_frequency:
     input:
         test=f"{TWENTYQ}/split/test.parquet",
-        model=lambda wc: model_dir(twentyq_reference_lm()),
+        model=lambda wc: model_dir(TQ_REFERENCE),
     output:
         f"{TWENTYQ}/topic_frequency.parquet",
     params:
@@ -127,14 +110,14 @@ rule twentyq_score:
 
 rule twentyq_summary:
     input:
-        scored=expand(f"{TWENTYQ}/scores/{{model}}/items.parquet", model=twentyq_models()),
-        metrics=expand(f"{TWENTYQ}/scores/{{model}}/metrics.tsv", model=twentyq_models()),
+        scored=expand(f"{TWENTYQ}/scores/{{model}}/items.parquet", model=TQ_MODELS),
+        metrics=expand(f"{TWENTYQ}/scores/{{model}}/metrics.tsv", model=TQ_MODELS),
     output:
         metrics=report(f"{TWENTYQ}/metrics.tsv", caption="../report/twentyq_metrics.rst", category="20Q"),
         figure=report(f"{TWENTYQ}/nll_by_topic_frequency.png",
                       caption="../report/twentyq_frequency.rst", category="20Q"),
     params:
-        models=twentyq_models(),
+        models=TQ_MODELS,
         variant=TQ["scoring"]["figure_variant"],
     log:
         "logs/twentyq/summary.log",
@@ -148,13 +131,5 @@ rule twentyq_summary:
         "../scripts/twentyq_summary.py"
 
 
-def twentyq_targets():
-    out = [f"{TWENTYQ}/cleaning_counts.tsv", f"{TWENTYQ}/split/statistics.tsv",
-           f"{TWENTYQ}/split/admission_counts.tsv"]
-    if twentyq_models():
-        out += [f"{TWENTYQ}/metrics.tsv", f"{TWENTYQ}/nll_by_topic_frequency.png"]
-    # The overlap audits (audit.smk) belong to this task: the tasks list has no separate entry.
-    return out + audit_targets()
-
-
-register_targets("twentyq", twentyq_targets)
+# The overlap audits (audit.smk, included next) belong to this task: `tasks` has no audit entry.
+register_targets("twentyq", lambda: _tqw.targets(TQ_MODELS) + _auw.targets(AUDITS))

@@ -1,0 +1,37 @@
+"""Parse-time helpers of workflow/rules/twentyq.smk (kept out of the Snakefile)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import validate
+
+ROOT = "results/twentyq"
+
+
+def section(config: dict, schema_dir) -> dict:
+    """The ``twentyq`` config section with its defaults filled (validated against its schema)."""
+    return validate(config.setdefault("twentyq", {}), Path(schema_dir) / "twentyq.schema.yaml")
+
+
+def scoring_models(tq: dict, lm_models: dict) -> list[str]:
+    names = tq["scoring"]["models"]
+    names = list(lm_models) if names is None else list(names)
+    for n in names:
+        if n not in lm_models:
+            raise ValueError(f"twentyq.scoring.models: {n!r} is not under models.lm")
+    return names
+
+
+def reference_lm(tq: dict, lm_models: dict) -> str | None:
+    ref = tq["scoring"]["reference_lm"] or next(iter(lm_models), None)
+    if ref is not None and ref not in lm_models:
+        raise ValueError(f"twentyq.scoring.reference_lm: {ref!r} is not under models.lm")
+    return ref
+
+
+def targets(models: list[str]) -> list[str]:
+    out = [f"{ROOT}/cleaning_counts.tsv", f"{ROOT}/split/statistics.tsv",
+           f"{ROOT}/split/admission_counts.tsv"]
+    if models:
+        out += [f"{ROOT}/metrics.tsv", f"{ROOT}/nll_by_topic_frequency.png"]
+    return out
