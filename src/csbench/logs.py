@@ -19,7 +19,15 @@ def setup_logging(log_path=None, level: int = logging.INFO) -> logging.Logger:
         force=True,
     )
     logging.captureWarnings(True)
-    return logging.getLogger("csbench")
+    logger = logging.getLogger("csbench")
+
+    def excepthook(exc_type, exc, tb):
+        # the error (file and line of bad input, ...) goes to the rule's log as well as stderr
+        logger.error("failed: %s", exc, exc_info=(exc_type, exc, tb))
+        sys.__excepthook__(exc_type, exc, tb)
+
+    sys.excepthook = excepthook
+    return logger
 
 
 def snakemake_logger(snakemake) -> logging.Logger:
