@@ -75,6 +75,20 @@ def test_every_configured_demo_task_produced_outputs(demo_run):
             assert expected[task] in produced, f"task {task} produced nothing under results/"
 
 
+def rules_of(smk_name: str) -> set[str]:
+    text = (REPO / "workflow" / "rules" / smk_name).read_text()
+    return set(re.findall(r"^rule (\w+):", text, re.M))
+
+
+def test_changing_one_task_parameter_reruns_only_that_task(demo_run, tmp_path):
+    extra = tmp_path / "change.yaml"
+    extra.write_text(yaml.safe_dump({"winowhat": {"bootstrap": {"n": 321}}}))
+    cmd = ["-n", "--configfile", str(REPO / "resources/demo/config.yaml"), str(extra)]
+    planned = planned_rules(smk(demo_run, *cmd))
+    assert planned, "changing winowhat.bootstrap.n should rerun the WinoWhat statistics"
+    assert set(planned) <= rules_of("winowhat.smk"), planned
+
+
 def test_report_builds(demo_run):
     smk(demo_run, "--report", str(demo_run / "report.html"))
     html = (demo_run / "report.html").read_text(errors="replace")
