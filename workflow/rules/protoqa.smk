@@ -13,37 +13,13 @@ PQ = csbench.protoqa.fill_defaults(
 )
 
 
-def protoqa_gen_models():
-    g = PQ["generation"]
-    if not g["enabled"]:
-        return []
-    names = g["models"] if g["models"] is not None else list(config["models"]["lm"])
-    for n in names:
-        if n not in config["models"]["lm"]:
-            raise WorkflowError(f"protoqa.generation.models: {n!r} is not under models.lm")
-    return names
-
-
-def protoqa_predictions():
-    """Predictions name -> file: the configured files plus one generated file per model."""
-    out = {}
-    for name, path in PQ["predictions"].items():
-        if "{mirror}" in path:
-            if not config.get("mirror"):
-                logger.warning(f"protoqa.predictions.{name}: no mirror set, skipped ({path})")
-                continue
-            path = path.replace("{mirror}", str(config["mirror"]))
-        out[name] = path
-    for m in protoqa_gen_models():
-        if f"gen-{m}" in out:
-            raise WorkflowError(f"protoqa.predictions: name gen-{m} is reserved for generation")
-        out[f"gen-{m}"] = f"{PROTOQA}/generated/{m}/ranked.json"
-    return out
-
-
-def protoqa_eval_files():
-    return {(p, s): f"{PROTOQA}/eval/{p}/{s}.tsv"
-            for p in protoqa_predictions() for s in PQ["similarities"]}
+PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])
+PQ_PREDICTIONS = csbench.protoqa.predictions_files(
+    PQ, config.get("mirror"), config["models"]["lm"], PROTOQA, warn=logger.warning
+)
+PQ_EVAL = {
+    (p, s): f"{PROTOQA}/eval/{p}/{s}.tsv" for p in PQ_PREDICTIONS for s in PQ["similarities"]
+}
 
 
 rule protoqa_generate:
@@ -74,7 +50,7 @@ rule protoqa_generate:
 rule protoqa_eval:
     input:
         questions=data_table("protoqa", PQ["targets"]),
-        predictions=lambda wc: protoqa_predictions()[wc.predictions],
+        predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
     output:
         f"{PROTOQA}/eval/{{predictions}}/{{similarity}}.tsv",
     wildcard_constraints:
@@ -103,7 +79,7 @@ rule protoqa_eval:
 rule protoqa_issues:
     input:
         questions=data_table("protoqa", PQ["targets"]),
-        predictions=lambda wc: protoqa_predictions()[wc.predictions],
+        predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
     output:
         f"{PROTOQA}/eval/{{predictions}}/issues.tsv",
     wildcard_constraints:
@@ -122,13 +98,13 @@ rule protoqa_issues:
 
 rule protoqa_summary:
     input:
-        evals=list(protoqa_eval_files().values()),
-        meta=[f"{PROTOQA}/generated/{m}/meta.json" for m in protoqa_gen_models()],
+        evals=list(PQ_EVAL.values()),
+        meta=[f"{PROTOQA}/generated/{m}/meta.json" for m in PQ_GEN_MODELS],
     output:
         report(f"{PROTOQA}/summary.tsv", caption="../report/protoqa_summary.rst", category="ProtoQA"),
     params:
-        eval_keys=list(protoqa_eval_files()),
-        gen_models=protoqa_gen_models(),
+        eval_keys=list(PQ_EVAL),
+        gen_models=PQ_GEN_MODELS,
     log:
         "logs/protoqa/summary.log",
     threads: 1
@@ -141,10 +117,8 @@ rule protoqa_summary:
         "../scripts/protoqa_summary.py"
 
 
-def protoqa_targets():
-    return [f"{PROTOQA}/summary.tsv"] + [
-        f"{PROTOQA}/eval/{p}/issues.tsv" for p in protoqa_predictions()
-    ]
-
-
-register_targets("protoqa", protoqa_targets)
+register_targets(
+    "protoqa",
+    lambda: [f"{PROTOQA}/summary.tsv"]
+    + [f"{PROTOQA}/eval/{p}/issues.tsv" for p in PQ_PREDICTIONS],
+)

@@ -37,3 +37,34 @@ def fill_defaults(section: dict, schema: dict) -> dict:
         if isinstance(section.get(name), dict) and "properties" in sub:
             fill_defaults(section[name], sub)
     return section
+
+
+def generation_models(pq: dict, lm_models: dict) -> list[str]:
+    """Names of the causal LMs the generation baseline samples from (validated)."""
+    g = pq["generation"]
+    if not g["enabled"]:
+        return []
+    names = g["models"] if g["models"] is not None else list(lm_models)
+    bad = [n for n in names if n not in lm_models]
+    if bad:
+        raise ValueError(f"protoqa.generation.models: {bad} not under models.lm")
+    return list(names)
+
+
+def predictions_files(pq: dict, mirror, lm_models: dict, results: str = "results/protoqa",
+                      warn=print) -> dict[str, str]:
+    """Predictions name -> file: configured files (``{mirror}`` substituted; entries that need
+    a mirror are skipped with a warning when none is set) plus ``gen-<model>`` per LM."""
+    out = {}
+    for name, path in pq["predictions"].items():
+        if "{mirror}" in path:
+            if not mirror:
+                warn(f"protoqa.predictions.{name}: no mirror set, skipped ({path})")
+                continue
+            path = path.replace("{mirror}", str(mirror))
+        out[name] = path
+    for m in generation_models(pq, lm_models):
+        if f"gen-{m}" in out:
+            raise ValueError(f"protoqa.predictions: name gen-{m} is reserved for generation")
+        out[f"gen-{m}"] = f"{results}/generated/{m}/ranked.json"
+    return out

@@ -1,0 +1,100 @@
+"""List scoring (Hungarian, Max Answers / Max Incorrect) and predictions files."""
+import json
+
+import numpy as np
+import pytest
+
+from csbench.errors import InputError
+from csbench.protoqa import METRICS, fill_defaults
+from csbench.protoqa.data import Question, load_predictions, load_questions
+from csbench.protoqa.scoring import (Scorer, assignment_score, evaluate, limit_incorrect,
+                                     score_question, summary_table)
+
+DEMO = "resources/demo/mirror/protoqa"
+Q = Question("q", "name something.", (("a", "aa"), ("b",), ("c",)), (10, 5, 1))
+
+
+def test_duplicate_answer_earns_cluster_once():
+    s = Scorer("exact").question(["a", "aa", "a"], Q)
+    assert s["max_answers@all"] == pytest.approx(10 / 16)
+    assert s["max_answers@1"] == pytest.approx(1.0)
+    assert s["max_answers@3"] == pytest.approx(10 / 16)
+
+
+def test_hungarian_picks_best_assignment():
+    m = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])   # answer 0 fits A or B, answer 1 only A
+    assert assignment_score(m, [10, 5, 1]) == 15.0
+
+
+def test_max_incorrect_stops_after_k_wrong():
+    m = np.array([[0.0, 0, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 1, 0]])
+    assert len(limit_incorrect(m, 1)) == 1
+    assert len(limit_incorrect(m, 2)) == 2
+    assert len(limit_incorrect(m, 3)) == 4
+    s = Scorer("exact").question(["x", "y", "a", "z", "b"], Q)
+    assert s["max_incorrect@1"] == 0.0
+    assert s["max_incorrect@3"] == pytest.approx(10 / 16)
+    assert s["max_incorrect@5"] == pytest.approx(15 / 16)
+
+
+def test_oracle_matches_ideal_for_clean_clusters():
+    m = np.eye(3)
+    assert score_question(m, m, [10, 5, 1]) == score_question(m, None, [10, 5, 1])
+
+
+def test_empty_predictions_score_zero():
+    assert set(Scorer("exact").question([], Q).values()) == {0.0}
+
+
+def test_both_prediction_formats(repo):
+    p1 = load_predictions(repo / DEMO / "dev.predictions.demo.json")
+    p2 = load_predictions(repo / DEMO / "dev.predictions.demo.jsonl")
+    assert p1.answers["r1q3"] == [] and "r9q9" in p1.answers
+    assert p2.answers["r1q2"][0] == "gum"
+    assert p2.answers["r1q4"] == ["cloudiness", "smell", "thunder"]   # later line wins
+    kinds = {i["kind"] for i in p1.issues} | {i["kind"] for i in p2.issues}
+    assert {"empty_answer", "empty_list", "duplicate_id"} <= kinds
+
+
+def test_bad_predictions_raise_with_line(tmp_path):
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"q1": ["a"]}\n{"q2": "not a list"}\n')
+    with pytest.raises(InputError, match="p.jsonl:2: "):
+        load_predictions(p)
+    p.write_text('{"q1": ["a"]}\n{oops\n')
+    with pytest.raises(InputError, match="p.jsonl:2: invalid JSON"):
+        load_predictions(p)
+
+
+@pytest.mark.parametrize("sim", ["exact", "wordnet"])
+def test_evaluate_demo_table(repo, sim):
+    qs = load_questions(repo / DEMO / "dev.crowdsourced.jsonl")
+    preds = load_predictions(repo / DEMO / "dev.predictions.demo.json")
+    df = evaluate(preds, qs, Scorer(sim))
+    assert list(df.columns) == ["question_id", "metric", "score"]
+    assert set(df.question_id) == {"r1q1", "r1q2", "r1q3", "r1q4", "mean"}   # r9q9 unknown
+    assert df.score.between(0, 1).all() and len(df) == 5 * len(METRICS)
+    assert {i["kind"] for i in preds.issues} >= {"unknown_id", "missing_question"}
+    zero = evaluate(load_predictions(repo / DEMO / "dev.predictions.demo.json"), qs, Scorer(sim),
+                    missing="zero")
+    assert "r1q5" in set(zero.question_id)
+    table = summary_table({("demo", sim): df})
+    assert list(table.columns) == ["metric", f"{sim}/demo"] and len(table) == len(METRICS)
+
+
+def test_wordnet_beats_exact_on_synonyms():
+    q = Question("q", "name a vehicle.", (("car",), ("bus",)), (8, 2))
+    assert Scorer("exact").question(["automobile"], q)["max_answers@1"] == 0.0
+    assert Scorer("wordnet").question(["automobile"], q)["max_answers@1"] == 1.0
+
+
+def test_schema_documented_and_defaults(repo):
+    import yaml
+
+    from csbench.config import check_schema_documented
+
+    path = repo / "workflow/schemas/protoqa.schema.yaml"
+    assert check_schema_documented(path) == []
+    cfg = fill_defaults({"generation": {"num_samples": 3}}, yaml.safe_load(path.read_text()))
+    assert cfg["generation"]["temperature"] == 0.69 and cfg["generation"]["num_samples"] == 3
+    assert cfg["similarities"] == ["exact", "wordnet", "embedding"]
