@@ -225,3 +225,22 @@ def test_short_probes_and_right_anchored_parts():
     assert s1[s1.method == "ngram"].span.iloc[0] == 10
     s2 = t[(t.item_id == "s2") & (t.probe == "parts")]
     assert s2.doc_id.tolist() == ["parts"] and s2.text.iloc[0].startswith("yesterday bob said")
+
+
+def test_workflow_plan_on_demo_config(repo, monkeypatch):
+    import yaml
+
+    from csbench.contamination.workflow import Plan
+
+    monkeypatch.chdir(repo)
+    cfg = yaml.safe_load((repo / "resources/demo/config.yaml").read_text())
+    cfg["tasks"] = ["contamination"]
+    plan = Plan(cfg, str(repo / "workflow/schemas/contamination.schema.yaml"))
+    assert plan.cfg["ngram"]["n"] == 13 and plan.cfg["batch_kb"] == 256   # defaults filled
+    web = plan.shards[("web", "lexical")]
+    assert len(web) > 2 and any(start > 0 for s in web for _, start, _ in s)   # byte ranges
+    assert plan.methods("web") == ["exact", "ngram"]
+    assert "semantic" in plan.methods("books")
+    assert f"results/contamination/scan/books/semantic/0.parquet" in plan.shard_outputs("books")
+    assert "results/contamination/summary.tsv" in plan.targets()
+    assert "results/contamination/effect.tsv" not in plan.targets()   # winowhat task not on
