@@ -78,3 +78,14 @@ def test_embedding_matcher_assigns_known_answers():
     m = em.matrix(["apples", "banana"], q)
     assert m.tolist() == [[1.0, 0.0], [0.0, 1.0]]
     assert em.matrix([], q).shape == (0, 2)
+
+
+def test_lemma_index_matches_nltk_synsets():
+    from csbench.protoqa.matching import synset_ids
+    from csbench.wordnet import wordnet
+
+    wn = wordnet()
+    for w in ["dog", "Dogs", "geese", "running", "better", "happier", "teeth", "chewing_gum",
+              "mice", "was", "", "ate", "leaves", "axes", "best", "news", "ice_cream", "glasses"]:
+        want = {(s.pos().replace("s", "a"), s.offset()) for s in wn.synsets(w)}
+        assert synset_ids(w) == want, w
