@@ -83,17 +83,26 @@ def test_logits_only_at_continuation_positions_and_shared_contexts(scorer):
     assert scorer.stats["rows"] == len(reqs) - 1  # the two one-token continuations share a row
 
 
+def test_shared_prefixes_match_unshared(tiny_neox_dir):
+    plain = LMScorer(tiny_neox_dir, device="cpu", batch_size=3, share_prefix=False)
+    shared = LMScorer(tiny_neox_dir, device="cpu", batch_size=3)
+    a, b = plain.loglikelihood(REQS), shared.loglikelihood(REQS)
+    assert shared.stats["shared_groups"] >= 2 and plain.stats["shared_groups"] == 0
+    assert shared.stats["forward_tokens"] < plain.stats["forward_tokens"]
+    assert all(abs(x[0] - y[0]) <= 1e-5 and x[1] == y[1] for x, y in zip(a, b))
+
+
 def test_oom_backoff_gives_same_numbers(tiny_lm_dir, monkeypatch):
     ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=1).loglikelihood(REQS)
     s = LMScorer(tiny_lm_dir, device="cpu", batch_size="auto", max_batch_size=16)
-    real = s._forward_hidden
+    real = s._base_call
 
-    def flaky(ids):
+    def flaky(ids, **kw):
         if ids.shape[0] > 2:
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
-        return real(ids)
+        return real(ids, **kw)
 
-    monkeypatch.setattr(s, "_forward_hidden", flaky)
+    monkeypatch.setattr(s, "_base_call", flaky)
     got = s.loglikelihood(REQS)
     assert s.stats["oom_backoffs"] >= 1 and s._auto_bs <= 2
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
@@ -101,7 +110,7 @@ def test_oom_backoff_gives_same_numbers(tiny_lm_dir, monkeypatch):
 
 def test_fixed_batch_size_does_not_hide_errors(tiny_lm_dir, monkeypatch):
     s = LMScorer(tiny_lm_dir, device="cpu", batch_size=4)
-    monkeypatch.setattr(s, "_forward_hidden", lambda ids: (_ for _ in ()).throw(
+    monkeypatch.setattr(s, "_base_call", lambda ids, **kw: (_ for _ in ()).throw(
         torch.OutOfMemoryError("out of memory")))
     with pytest.raises(torch.OutOfMemoryError):
         s.loglikelihood(REQS[:2])

@@ -174,3 +174,11 @@ def test_accuracy_and_mcnemar_tables():
     mc = mcnemar_table(scored).set_index("subset")
     assert mc.loc["all", "n_pairs"] == 3 and mc.loc["in_original_experiment", "n_pairs"] == 2
     assert 0 <= mc.loc["all", "p_value"] <= 1
+
+
+def test_schema_documented(repo):
+    from csbench.config import check_schema_documented, validate
+
+    assert check_schema_documented(repo / "workflow/schemas/winowhat.schema.yaml") == []
+    cfg = validate({}, repo / "workflow/schemas/winowhat.schema.yaml")
+    assert cfg["samples"] == {"size": 100, "seed": 0} and cfg["bootstrap"]["n"] == 10000

@@ -112,7 +112,8 @@ class LMScorer:
     def __init__(self, model_dir, device: str = "auto", dtype: str = "auto",
                  batch_size: int | str = "auto", max_batch_size: int = 256,
                  cache_dir: str | Path | None = None, add_bos_token: bool | None = None,
-                 max_length: int | None = None):
+                 max_length: int | None = None, share_prefix: bool = True,
+                 min_shared_prefix: int = 4):
         import torch
 
         from ..models import load_causal_lm, pick_dtype
@@ -129,6 +130,8 @@ class LMScorer:
         self.batch_size = batch_size
         self.max_batch_size = int(max_batch_size)
         self.add_bos_token = add_bos_token
+        self.share_prefix = share_prefix
+        self.min_shared_prefix = max(1, int(min_shared_prefix))
         cfg = self.model.config
         self.max_length = max_length or next(
             (getattr(cfg, a) for a in ("max_position_embeddings", "n_positions", "n_ctx")
@@ -144,8 +147,8 @@ class LMScorer:
             self._head is not None and self._base is not None and self._base is not self.model
             and not any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in _SPECIAL_LOGIT_ATTRS))
         self._auto_bs = None  # batch size found by the OOM backoff
-        self.stats = dict(requests=0, unique=0, cached=0, rows=0, batches=0, forward_tokens=0,
-                          padded_tokens=0, oom_backoffs=0, seconds=0.0)
+        self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
+                          forward_tokens=0, padded_tokens=0, oom_backoffs=0, seconds=0.0)
         torch.set_grad_enabled(False)
 
     @classmethod
@@ -268,27 +271,56 @@ class LMScorer:
         if not enc:
             return []
         rows = self._rows(enc)
-        # Longest first (so an OOM shows up on the first batch); ties broken by content.
-        rows.sort(key=lambda r: (-len(r.tokens), r.tokens))
         self.stats["rows"] += len(rows)
+        if self.share_prefix and self._partial_logits:
+            groups, singles = _group_prefixes(rows, self.min_shared_prefix)
+        else:
+            groups, singles = [], rows
         out: list[tuple[float, int] | None] = [None] * len(enc)
+        # Longest first (so an OOM shows up on the first batch); ties broken by content.
+        singles.sort(key=lambda r: (-len(r.tokens), r.tokens))
+        self._batched(singles, lambda b: self._run_batch(b, out), weight=lambda r: 1)
+        # Groups in order of prefix length; a batch of groups shares the shortest of their
+        # prefixes' lengths (every member's scored positions stay in the suffix).
+        groups.sort(key=lambda g: (-g[0], -max(len(r.tokens) for r in g[1]), g[1][0].tokens))
+        self._batched(groups, lambda b: self._run_shared(min(p for p, _ in b), [g for _, g in b],
+                                                         out),
+                      weight=lambda g: len(g[1]),
+                      fallback=lambda b: self._batched(
+                          [r for _, g in b for r in g], lambda x: self._run_batch(x, out),
+                          weight=lambda r: 1))
+        return out  # type: ignore[return-value]
+
+    def _batched(self, units, fn, weight, fallback=None) -> None:
+        """Run ``fn`` on consecutive chunks of ``units`` of total weight <= the batch size,
+        halving the batch size on out-of-memory errors when it is automatic (a single unit
+        that still does not fit goes to ``fallback``, e.g. a shared group run unshared)."""
         bs = self._start_batch_size()
         i = 0
-        while i < len(rows):
-            batch = rows[i:i + bs]
+        while i < len(units):
+            j, w = i, 0
+            while j < len(units) and (j == i or w + weight(units[j]) <= bs):
+                w += weight(units[j])
+                j += 1
             try:
-                self._run_batch(batch, out)
+                fn(units[i:j])
             except Exception as exc:  # noqa: BLE001 - only OOM is handled
-                if self.batch_size != "auto" or not _is_oom(exc) or bs == 1:
+                if self.batch_size != "auto" or not _is_oom(exc):
                     raise
                 self._free_memory()
+                if j - i == 1 and (bs == 1 or weight(units[i]) > 1):
+                    if fallback is None:
+                        raise
+                    self.stats["oom_backoffs"] += 1
+                    fallback(units[i:j])
+                    i = j
+                    continue
                 bs = max(1, bs // 2)
                 self._auto_bs = bs
                 self.stats["oom_backoffs"] += 1
                 log.warning("out of memory at batch size %d; retrying with %d", bs * 2, bs)
                 continue
-            i += len(batch)
-        return out  # type: ignore[return-value]
+            i = j
 
     def _start_batch_size(self) -> int:
         if self.batch_size != "auto":
@@ -308,10 +340,14 @@ class LMScorer:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
+    def _base_call(self, input_ids, **kw):
+        """One forward pass of the model body (every forward of the engine goes through here)."""
+        return self._base(input_ids=input_ids, **kw)
+
     def _forward_hidden(self, input_ids):
         """Final hidden states [B, T, H] (or logits when the model needs its own head)."""
         if self._partial_logits:
-            return self._base(input_ids=input_ids, use_cache=False).last_hidden_state
+            return self._base_call(input_ids, use_cache=False).last_hidden_state
         return self.model(input_ids=input_ids, use_cache=False).logits
 
     def _run_batch(self, batch: list[_Row], out) -> None:
@@ -319,17 +355,50 @@ class LMScorer:
 
         width = max(len(r.tokens) for r in batch)
         ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
-        bi, ti, tgt, owner = [], [], [], []
         for b, r in enumerate(batch):
             ids[b, :len(r.tokens)] = torch.tensor(r.tokens, dtype=torch.long)
+        hidden = self._forward_hidden(ids.to(self.device))
+        self._accumulate(hidden, batch, 0, out)
+        self.stats["batches"] += 1
+        self.stats["forward_tokens"] += sum(len(r.tokens) for r in batch)
+        self.stats["padded_tokens"] += width * len(batch)
+
+    def _run_shared(self, plen: int, groups: list[list[_Row]], out) -> None:
+        """Groups of rows sharing their first ``plen`` tokens: the prefixes run once (KV cache),
+        then every member's suffix runs on its group's cached prefix."""
+        import torch
+
+        prefix = torch.tensor([g[0].tokens[:plen] for g in groups], dtype=torch.long)
+        cache = self._base_call(prefix.to(self.device), use_cache=True).past_key_values
+        members = [r for g in groups for r in g]
+        owner = [gi for gi, g in enumerate(groups) for _ in g]
+        cache.batch_select_indices(torch.tensor(owner, device=self.device))
+        width = max(len(r.tokens) - plen for r in members)
+        ids = torch.full((len(members), width), self.pad_token_id, dtype=torch.long)
+        for b, r in enumerate(members):
+            ids[b, :len(r.tokens) - plen] = torch.tensor(r.tokens[plen:], dtype=torch.long)
+        hidden = self._base_call(ids.to(self.device), past_key_values=cache,
+                                 use_cache=True).last_hidden_state
+        del cache
+        self._accumulate(hidden, members, plen, out)
+        self.stats["batches"] += 1
+        self.stats["shared_groups"] += len(groups)
+        self.stats["forward_tokens"] += plen * len(groups) + sum(len(r.tokens) - plen
+                                                                 for r in members)
+        self.stats["padded_tokens"] += plen * len(groups) + width * len(members)
+
+    def _accumulate(self, hidden, batch: list[_Row], offset: int, out) -> None:
+        """Log-probs of the members' targets from hidden states (row b, position - offset)."""
+        import torch
+
+        bi, ti, tgt, owner = [], [], [], []
+        for b, r in enumerate(batch):
             for u, start, targets in r.members:
                 n = len(targets)
                 bi.extend([b] * n)
-                ti.extend(range(start, start + n))
+                ti.extend(range(start - offset, start - offset + n))
                 tgt.extend(targets)
                 owner.extend([(u, n)] * n)
-        ids = ids.to(self.device)
-        hidden = self._forward_hidden(ids)
         picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
         logits = self._head(picked) if self._partial_logits else picked
         logp = torch.log_softmax(logits.float(), dim=-1)
@@ -339,8 +408,46 @@ class LMScorer:
         for (u, n), v in zip(owner, tok_lp.tolist()):
             sums[u] = sums.get(u, 0.0) + v
             counts[u] = n
-        for u, s in sums.items():
-            out[u] = (float(s), counts[u])
-        self.stats["batches"] += 1
-        self.stats["forward_tokens"] += sum(len(r.tokens) for r in batch)
-        self.stats["padded_tokens"] += width * len(batch)
+        for u, v in sums.items():
+            out[u] = (float(v), counts[u])
+
+
+def _lcp(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _group_prefixes(rows: list[_Row], min_prefix: int):
+    """Split rows into groups that share a token prefix (``[(prefix_len, rows)]``) and singles.
+
+    Rows are visited in token order; a row joins the current group while the common prefix,
+    capped at every member's first scored position, stays >= ``min_prefix`` tokens and >= 3/4
+    of the group's current prefix."""
+    groups, singles = [], []
+    if not rows:
+        return groups, singles
+    order = sorted(rows, key=lambda r: r.tokens)
+
+    def first_needed(r):
+        return min(start for _, start, _ in r.members)
+
+    def flush(cur, plen):
+        if len(cur) > 1:
+            groups.append((plen, cur))
+        else:
+            singles.append(cur[0])
+
+    cur, plen = [order[0]], first_needed(order[0])
+    for r in order[1:]:
+        new = min(plen, _lcp(cur[0].tokens, r.tokens), first_needed(r))
+        if new >= min_prefix and 4 * new >= 3 * plen:
+            cur.append(r)
+            plen = new
+        else:
+            flush(cur, plen)
+            cur, plen = [r], first_needed(r)
+    flush(cur, plen)
+    return groups, singles
