@@ -14,7 +14,9 @@ CONT_CFG = CONT_PLAN.cfg
 
 rule contamination_probes:
     input:
-        unpack(lambda wc: {b: data_table(*CONT_PLAN.table(b)) for b in CONT_CFG["benchmarks"]}),
+        unpack(
+            lambda wc: {b: CONT_PLAN.table_path(b, data_table) for b in CONT_CFG["benchmarks"]}
+        ),
     output:
         f"{CONT}/probes.parquet",
     log:

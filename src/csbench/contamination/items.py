@@ -7,7 +7,7 @@ texts (the pieces around a blank) only feed the ``exact`` method's parts rule.
 * WinoGrande dev/test and WSC: the sentence with ``_`` filled by each option (``option1``,
   ``option2``) and the two halves around the blank (``left``, ``right``);
 * WinoWhat: the paraphrase filled by each option, and its halves;
-* 20Q: the question; ProtoQA: the question as written; SQuAD 2.0: the question.
+* 20Q: the question (the cleaned test split of the twentyq task); ProtoQA: the question as written; SQuAD 2.0: the question.
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ BENCHMARKS = {
     "protoqa_dev": ("protoqa", "dev_crowdsourced", "question"),
     "squad_v2_dev": ("squad_v2", "dev", "question"),
 }
+# tables produced by task rules rather than by a normaliser
+TASK_TABLES = {"twentyq_test": "results/twentyq/split/test.parquet"}   # 20Q test split (cleaned)
 PROBE_COLUMNS = ["benchmark", "item_id", "probe", "kind", "text"]
 
 

@@ -155,14 +155,14 @@ class Scanner:
         return self
 
     def _batch(self, ids: list[str], bufs: list[bytes]) -> None:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         idx = self.index
         buf = b"\n".join(bufs)
         lens = np.fromiter((len(b) + 1 for b in bufs), dtype=np.int64, count=len(bufs))
         doc_start = np.concatenate(([0], np.cumsum(lens)[:-1]))
         starts, ends, wh = H.tokenise(buf)
         if len(wh) == 0:
-            self.seconds += time.perf_counter() - t0
+            self.seconds += time.process_time() - t0
             return
         word_doc = np.searchsorted(doc_start, starts, side="right") - 1
         prefix = H.ngram_prefix(wh)
@@ -187,7 +187,7 @@ class Scanner:
                     hits.append((int(probe[r]), int(pos[r]), k, L))
         if hits:
             self._record(hits, buf, starts, ends, word_doc, doc_start, ids)
-        self.seconds += time.perf_counter() - t0
+        self.seconds += time.process_time() - t0
 
     # -- hits --------------------------------------------------------------------------------
     def _evidence(self, buf, starts, ends, doc_start, ids, d, k0, k1) -> Evidence:

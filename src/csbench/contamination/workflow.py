@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..config import validate
 from .corpus import expand_paths, plan_shards
-from .items import BENCHMARKS
+from .items import BENCHMARKS, TASK_TABLES
 
 ROOT = "results/contamination"
 
@@ -27,9 +27,11 @@ class Plan:
                              ("semantic", self.cfg["semantic"]["shard_mb"])):
                 self.shards[(corpus, kind)] = plan_shards(files, c["format"], int(mb * 1e6))
 
-    def table(self, benchmark: str) -> tuple[str, str]:
-        """(source, table) of a benchmark's normalised table."""
-        return BENCHMARKS[benchmark][:2]
+    def table_path(self, benchmark: str, data_table) -> str:
+        """Input table of a benchmark: a task's table, else ``data_table(source, table)``."""
+        if benchmark in TASK_TABLES:
+            return TASK_TABLES[benchmark]
+        return data_table(*BENCHMARKS[benchmark][:2])
 
     def shard(self, corpus: str, kind: str, index) -> list:
         return self.shards[(corpus, kind)][int(index)]
