@@ -50,22 +50,22 @@ rule protoqa_generate:
 rule protoqa_eval:
     input:
         questions=data_table("protoqa", PQ["targets"]),
-        predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
+        predictions=list(PQ_PREDICTIONS.values()),
     output:
-        f"{PROTOQA}/eval/{{predictions}}/{{similarity}}.tsv",
+        [f"{PROTOQA}/eval/{p}/{{similarity}}.tsv" for p in PQ_PREDICTIONS],
     wildcard_constraints:
-        predictions=r"[A-Za-z0-9._-]+",
         similarity="exact|wordnet|embedding",
     params:
+        names=list(PQ_PREDICTIONS),
         encoder=config["models"]["embedder"],
         cache_dir=EMBED_CACHE,
         threshold=PQ["embedding_threshold"],
         missing=PQ["missing_questions"],
         stopword_only_match=PQ["stopword_only_match"],
     log:
-        "logs/protoqa/eval/{predictions}/{similarity}.log",
+        "logs/protoqa/eval/{similarity}.log",
     benchmark:
-        "benchmarks/protoqa/eval/{predictions}/{similarity}.tsv"
+        "benchmarks/protoqa/eval/{similarity}.tsv"
     threads: 1
     resources:
         mem_mb=4000,

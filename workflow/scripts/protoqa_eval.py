@@ -1,4 +1,5 @@
-"""Score one predictions file with one similarity function (see csbench.protoqa.scoring)."""
+"""Score every predictions file with one similarity function (one process: one WordNet index,
+one encoder, one cache for all files; see csbench.protoqa.scoring)."""
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
 from csbench.protoqa.data import load_predictions, load_questions
@@ -13,13 +14,14 @@ if sim == "embedding":
 
     embedder = Embedder(p.encoder, cache_dir=p.cache_dir)
 questions = load_questions(snakemake.input.questions)
-preds = load_predictions(snakemake.input.predictions)
 scorer = Scorer(sim, embedder=embedder, threshold=p.threshold,
                 stopword_only_match=p.stopword_only_match)
-df = evaluate(preds, questions, scorer, missing=p.missing)
-for issue in preds.issues:
-    log.warning("%s: %s", preds.path, issue)
-means = df[df.question_id == "mean"].set_index("metric")["score"].round(4).to_dict()
-log.info("%s / %s: %d questions scored; means %s", snakemake.wildcards.predictions, sim,
-         df.question_id.nunique() - 1, means)
-write_tsv(df, snakemake.output[0])
+for name, path, out in zip(p.names, snakemake.input.predictions, snakemake.output):
+    preds = load_predictions(path)
+    df = evaluate(preds, questions, scorer, missing=p.missing)
+    for issue in preds.issues:
+        log.warning("%s: %s", preds.path, issue)
+    means = df[df.question_id == "mean"].set_index("metric")["score"].round(4).to_dict()
+    log.info("%s / %s: %d questions scored; means %s", name, sim, df.question_id.nunique() - 1,
+             means)
+    write_tsv(df, out)
