@@ -1,1 +1,142 @@
-# Rules of the qads task (placeholder until the task lands).
+# QADS: SQuAD 2.0 questions rewritten with WordNet synonyms chosen by WSD, WSD evaluated on the
+# unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
+import os as _os
+
+from csbench.config import validate as _validate_section
+
+QADS = "results/qads"
+# Fill this section's defaults from its own schema (nested $ref sections are not filled).
+QD = _validate_section(config.setdefault("qads", {}),
+                       _os.path.join(workflow.basedir, "workflow", "schemas", "qads.schema.yaml"))
+QADS_SETS = ["original"] + list(QD["generation"]["modes"])
+QADS_GPU = 0 if str(QD["qa"]["device"]) == "cpu" else 1
+
+
+def _qads_json(s):
+    return f"{QADS}/original.json" if s == "original" else f"{QADS}/qads-{s}.json"
+
+
+rule qads_wsd_eval:
+    input:
+        [data_table("wsd_eval", d) for d in QD["wsd_eval"]["datasets"]],
+    output:
+        report(f"{QADS}/wsd_eval.tsv", caption="../report/qads_wsd_eval.rst", category="QADS"),
+    params:
+        qads=QD,
+        datasets=QD["wsd_eval"]["datasets"],
+        encoder=config["models"]["embedder"],
+        cache=EMBED_CACHE,
+    log:
+        "logs/qads/wsd_eval.log",
+    benchmark:
+        "benchmarks/qads/wsd_eval.tsv"
+    threads: 2
+    resources:
+        mem_mb=6000,
+        gpu=0,
+    conda:
+        "../../envs/nlp.yaml"
+    script:
+        "../scripts/qads_wsd_eval.py"
+
+
+rule qads_generate:
+    input:
+        data_table("squad_v2", QD["questions"]["table"]),
+    output:
+        subs=f"{QADS}/substitutions.parquet",
+        original=f"{QADS}/original.json",
+        one=f"{QADS}/qads-one.json",
+        all=f"{QADS}/qads-all.json",
+    params:
+        qads=QD,
+        encoder=config["models"]["embedder"],
+        cache=EMBED_CACHE,
+    log:
+        "logs/qads/generate.log",
+    benchmark:
+        "benchmarks/qads/generate.tsv"
+    threads: 2
+    resources:
+        mem_mb=6000,
+        gpu=0,
+    conda:
+        "../../envs/nlp.yaml"
+    script:
+        "../scripts/qads_generate.py"
+
+
+rule qads_domains:
+    input:
+        questions=data_table("squad_v2", QD["questions"]["table"]),
+        subs=f"{QADS}/substitutions.parquet",
+    output:
+        report(f"{QADS}/domains.tsv", caption="../report/qads_domains.rst", category="QADS"),
+    params:
+        qads=QD,
+    log:
+        "logs/qads/domains.log",
+    threads: 1
+    resources:
+        mem_mb=3000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/qads_domains.py"
+
+
+rule qads_predict:
+    input:
+        questions=[_qads_json(s) for s in QADS_SETS],
+        model=lambda wc: model_dir(wc.model),
+    output:
+        preds=[f"{QADS}/predictions/{{model}}.{s}.json" for s in QADS_SETS],
+        na_probs=[f"{QADS}/predictions/{{model}}.{s}.na_prob.json" for s in QADS_SETS],
+    params:
+        qa=QD["qa"],
+    log:
+        "logs/qads/predict/{model}.log",
+    benchmark:
+        "benchmarks/qads/predict/{model}.tsv"
+    threads: 2
+    resources:
+        mem_mb=QD["qa"]["mem_mb"],
+        gpu=QADS_GPU,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/qads_predict.py"
+
+
+_QADS_PAIRS = [(m, s) for m in config["models"]["qa"] for s in QADS_SETS]
+
+
+rule qads_score:
+    input:
+        questions=[_qads_json(s) for s in QADS_SETS],
+        preds=[f"{QADS}/predictions/{m}.{s}.json" for m, s in _QADS_PAIRS],
+        na_probs=[f"{QADS}/predictions/{m}.{s}.na_prob.json" for m, s in _QADS_PAIRS],
+    output:
+        report(f"{QADS}/qa_scores.tsv", caption="../report/qads_qa_scores.rst", category="QADS"),
+    params:
+        pairs=_QADS_PAIRS,
+        sets=QADS_SETS,
+    log:
+        "logs/qads/score.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/qads_score.py"
+
+
+def qads_targets():
+    return [f"{QADS}/wsd_eval.tsv", f"{QADS}/substitutions.parquet", f"{QADS}/domains.tsv",
+            f"{QADS}/qa_scores.tsv"]
+
+
+register_targets("qads", qads_targets)

@@ -1,0 +1,139 @@
+"""Generate QADS questions: synonyms of the disambiguated sense, inflected and cased like the
+original token, substituted one at a time (mode ``one``) or all together (mode ``all``)."""
+from __future__ import annotations
+
+import logging
+import re
+
+import pandas as pd
+
+from ..text import stem
+from .domains import synset_domains
+from .candidates import DEFAULT_MWES, DEFAULT_POS, candidates, load_nlp
+from .wsd import Disambiguator, Target
+
+log = logging.getLogger(__name__)
+MODES = ("one", "all")
+SUB_COLUMNS = ["id", "new_id", "token", "position", "token_index", "lemma", "pos", "tag", "synset",
+               "score", "synonym", "method", "domains"]
+
+
+def _stems(name: str) -> set[str]:
+    return {stem(w) for w in re.split(r"[_\-\s]+", name.lower()) if w}
+
+
+def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = False) -> list[str]:
+    """Other lemmas of ``synset`` (and optionally of its hypernyms), most frequent first.
+
+    Same-stem variants (sharing a Porter stem with the original), proper-name lemmas and, unless
+    ``multiword``, multi-word lemmas are dropped.
+    """
+    pool = [(l, 0) for l in synset.lemmas()]
+    if hypernyms:
+        pool += [(l, 1) for h in synset.hypernyms() for l in h.lemmas()]
+    orig = _stems(lemma)
+    seen, ranked = set(), []
+    for order, (lem, hyper) in enumerate(pool):
+        name = lem.name()
+        key = name.lower()
+        if key in seen or key == lemma.lower() or name != key:
+            continue
+        if not multiword and ("_" in name or "-" in name):
+            continue
+        if _stems(name) & orig:
+            continue
+        seen.add(key)
+        ranked.append((hyper, -lem.count(), order, name))
+    return [r[-1] for r in sorted(ranked)]
+
+
+def inflect(name: str, tag: str) -> str:
+    """Inflect a WordNet lemma (``_`` joined) to the Penn ``tag`` of the token it replaces.
+
+    The head word is inflected: the first word of a verb phrase, the last word otherwise.
+    """
+    from lemminflect import getAllLemmas, getInflection
+
+    parts = name.split("_")
+    head = 0 if tag.startswith("VB") else len(parts) - 1
+    upos = {"J": "ADJ", "R": "ADV"}.get(tag[:1])
+    if upos and tag in ("JJR", "JJS", "RBR", "RBS"):
+        base = getAllLemmas(parts[head], upos).get(upos, (parts[head],))[0]
+        if base != parts[head]:  # already comparative/superlative (e.g. "bigger")
+            return " ".join(parts)
+    if tag not in ("NN", "VB", "JJ", "RB"):
+        forms = getInflection(parts[head], tag=tag)
+        if forms:
+            parts[head] = forms[0]
+    return " ".join(parts)
+
+
+def match_case(new: str, original: str) -> str:
+    if len(original) > 1 and original.isupper():
+        return new.upper()
+    if original[:1].isupper():
+        return new[:1].upper() + new[1:]
+    return new
+
+
+def substitute(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """Apply ``(start, end, replacement)`` edits (non-overlapping) to ``text``."""
+    for start, end, rep in sorted(edits, reverse=True):
+        text = text[:start] + rep + text[end:]
+    return text
+
+
+def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAULT_POS,
+             mwes=DEFAULT_MWES, context: str = "question", hypernyms: bool = False,
+             multiword: bool = False, min_score: float | None = None, nlp=None,
+             batch_size: int = 256):
+    """Return ``(substitutions DataFrame, {mode: DataFrame of new question rows})``.
+
+    ``questions`` has the squad_v2 table columns; new rows keep title, context and answers and get
+    ids ``<original>-<n>``.
+    """
+    nlp = nlp or load_nlp()
+    docs = list(nlp.pipe(questions["question"].tolist(), batch_size=batch_size))
+    cands = [candidates(d, pos, mwes) for d in docs]
+    targets, owners = [], []
+    for qi, (row, cs) in enumerate(zip(questions.itertuples(index=False), cands)):
+        ctx = row.question if context == "question" else f"{row.question} {row.context}"
+        for c in cs:
+            targets.append(Target(c.lemma, c.wn_pos, ctx, c.text))
+            owners.append((qi, c))
+    log.info("%d questions, %d candidates", len(questions), len(targets))
+    choices = wsd.disambiguate(targets)
+    subs, per_q = [], [[] for _ in range(len(questions))]
+    qrows = list(questions.itertuples(index=False))
+    for (qi, c), ch in zip(owners, choices):
+        syn = None
+        if ch.synset is not None and (min_score is None or ch.score >= min_score):
+            names = synonyms(ch.synset, c.lemma, hypernyms, multiword)
+            if names:
+                syn = match_case(inflect(names[0], c.tag), c.text)
+        rec = {"id": qrows[qi].id, "new_id": None, "token": c.text, "position": c.start,
+               "token_index": c.index, "lemma": c.lemma, "pos": c.pos, "tag": c.tag,
+               "synset": ch.synset.name() if ch.synset is not None else None,
+               "score": ch.score, "synonym": syn, "method": wsd.method,
+               "domains": synset_domains(ch.synset) if ch.synset is not None else []}
+        subs.append(rec)
+        if syn is not None:
+            per_q[qi].append(rec)
+    out = {}
+    for mode in modes:
+        rows = []
+        for qi, recs in enumerate(per_q):
+            if not recs:
+                continue
+            base = qrows[qi]._asdict()
+            edits = [(r["position"], r["position"] + len(r["token"]), r["synonym"]) for r in recs]
+            if mode == "one":
+                for n, (r, e) in enumerate(zip(recs, edits), start=1):
+                    r["new_id"] = f"{base['id']}-{n}"
+                    rows.append({**base, "id": r["new_id"],
+                                 "question": substitute(base["question"], [e])})
+            else:
+                rows.append({**base, "id": f"{base['id']}-1",
+                             "question": substitute(base["question"], edits)})
+        out[mode] = pd.DataFrame(rows, columns=list(questions.columns))
+    return pd.DataFrame(subs, columns=SUB_COLUMNS), out

@@ -1,0 +1,86 @@
+"""Extractive QA inference for SQuAD 2.0 (AutoModelForQuestionAnswering).
+
+Long contexts are split into overlapping windows (``max_length``/``stride``); each window is scored
+in batches; the answer is the best valid span over all windows (end >= start, at most
+``max_answer_len`` tokens, inside the context) and the no-answer score is the smallest
+start+end logit of the [CLS] position (index 0 when the tokenizer has no CLS). The question is
+answered with "" when ``null - best > null_threshold``. ``null - best`` is also returned as the
+per-question no-answer score, usable as ``na_prob`` by the official metric's best threshold.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def _feature_batches(tokenizer, questions, contexts, max_length, stride, chunk):
+    """Yield ``(example_indices, encoding)`` for chunks of examples (windows per example)."""
+    pad_right = tokenizer.padding_side == "right"
+    for start in range(0, len(questions), chunk):
+        q = [s.lstrip() for s in questions[start:start + chunk]]
+        c = contexts[start:start + chunk]
+        enc = tokenizer(q if pad_right else c, c if pad_right else q,
+                        truncation="only_second" if pad_right else "only_first",
+                        max_length=max_length, stride=stride, return_overflowing_tokens=True,
+                        return_offsets_mapping=True, padding="longest", return_tensors="np")
+        mapping = enc.pop("overflow_to_sample_mapping")
+        yield [start + int(m) for m in mapping], enc
+
+
+def predict(model, tokenizer, questions: list[str], contexts: list[str], max_length: int = 384,
+            stride: int = 128, batch_size: int = 32, max_answer_len: int = 30, n_best: int = 20,
+            null_threshold: float = 0.0):
+    """Return ``(answers, na_scores)`` lists aligned with ``questions``."""
+    import torch
+
+    device = next(model.parameters()).device
+    accepted = set(inspect.signature(model.forward).parameters)
+    n = len(questions)
+    best = [(-np.inf, "")] * n
+    null = [np.inf] * n
+    cls_id = tokenizer.cls_token_id
+    context_seq = 1 if tokenizer.padding_side == "right" else 0
+    max_length = min(max_length, getattr(model.config, "max_position_embeddings", max_length))
+    stride = min(stride, max_length // 2)
+    for owners, enc in _feature_batches(tokenizer, questions, contexts, max_length, stride,
+                                        max(1, batch_size)):
+        offsets = enc.pop("offset_mapping")
+        seq_ids = [enc.sequence_ids(i) for i in range(len(owners))]
+        inputs = {k: v for k, v in enc.items() if k in accepted}
+        for b in range(0, len(owners), batch_size):
+            sl = slice(b, b + batch_size)
+            with torch.no_grad():
+                out = model(**{k: torch.as_tensor(v[sl]).to(device) for k, v in inputs.items()})
+            starts = out.start_logits.float().cpu().numpy()
+            ends = out.end_logits.float().cpu().numpy()
+            for j in range(starts.shape[0]):
+                f = b + j
+                ex = owners[f]
+                ids = enc["input_ids"][f]
+                cls = int(np.where(ids == cls_id)[0][0]) if cls_id is not None and (ids == cls_id).any() else 0
+                null[ex] = min(null[ex], float(starts[j][cls] + ends[j][cls]))
+                ctx = np.array([s == context_seq for s in seq_ids[f]])
+                s_logit = np.where(ctx, starts[j], -np.inf)
+                e_logit = np.where(ctx, ends[j], -np.inf)
+                s_top = np.argsort(s_logit)[::-1][:n_best]
+                e_top = np.argsort(e_logit)[::-1][:n_best]
+                for si in s_top:
+                    if not ctx[si]:
+                        continue
+                    for ei in e_top:
+                        if not ctx[ei] or ei < si or ei - si + 1 > max_answer_len:
+                            continue
+                        score = float(s_logit[si] + e_logit[ei])
+                        if score > best[ex][0]:
+                            a, z = int(offsets[f][si][0]), int(offsets[f][ei][1])
+                            best[ex] = (score, contexts[ex][a:z])
+    answers, na = [], []
+    for (score, text), nl in zip(best, null):
+        diff = nl - score if np.isfinite(score) else float("inf")
+        na.append(float(diff) if np.isfinite(diff) else 1e9)
+        answers.append("" if (not text.strip() or diff > null_threshold) else text.strip())
+    return answers, na

@@ -1,0 +1,49 @@
+"""Glue between the Snakemake rules and the QADS library (kept out of the scripts)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..data.squad_v2 import to_squad_json
+from . import wsd as _wsd
+
+QUESTION_SETS = ("original", "one", "all")
+
+
+def select_questions(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
+    """Apply ``qads.questions`` (id filter, seeded sample) keeping file order."""
+    if cfg.get("ids"):
+        df = df[df["id"].isin(set(cfg["ids"]))]
+    if cfg.get("limit") and cfg["limit"] < len(df):
+        df = df.sample(n=cfg["limit"], random_state=cfg.get("seed", 0)).sort_index()
+    return df.reset_index(drop=True)
+
+
+def disambiguator(method: str, qcfg: dict, encoder: str | None, cache_dir: str | None):
+    emb = None
+    if method == "enhanced_lesk":
+        from ..embed import Embedder
+
+        emb = Embedder(encoder, cache_dir=cache_dir)
+    return _wsd.from_config({**qcfg["wsd"], "method": method}, embedder=emb)
+
+
+def squad_json(df: pd.DataFrame) -> dict:
+    return to_squad_json(df)
+
+
+def original_subset(questions: pd.DataFrame, generated: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Original questions that have at least one rewritten version (the comparison set)."""
+    have = set()
+    for g in generated.values():
+        have.update(i.rsplit("-", 1)[0] for i in g["id"])
+    return questions[questions["id"].isin(have)].reset_index(drop=True)
+
+
+def score_row(model: str, questions: str, dataset: list, preds: dict, na: dict | None) -> dict:
+    from .metric import evaluate
+
+    r = evaluate(dataset, preds, na)
+    return {"model": model, "questions": questions, "exact": r["exact"], "f1": r["f1"],
+            "HasAns_exact": r.get("HasAns_exact"), "HasAns_f1": r.get("HasAns_f1"),
+            "NoAns_exact": r.get("NoAns_exact"), "n": r["total"],
+            "best_exact": r.get("best_exact"), "best_f1": r.get("best_f1")}

@@ -1,0 +1,60 @@
+"""The official SQuAD 2.0 metric against hand-computed values."""
+import pytest
+
+from csbench.qads import metric
+
+
+def dataset(qas):
+    return [{"title": "t", "paragraphs": [{"context": "c", "qas": qas}]}]
+
+
+QAS = [
+    {"id": "a", "question": "?", "answers": [{"text": "the Eiffel Tower", "answer_start": 0},
+                                               {"text": "Eiffel Tower in Paris", "answer_start": 0}]},
+    {"id": "b", "question": "?", "answers": [{"text": "in 1998", "answer_start": 0}]},
+    {"id": "c", "question": "?", "answers": []},
+    {"id": "d", "question": "?", "answers": []},
+]
+
+
+def test_normalisation_and_token_f1():
+    assert metric.normalize_answer("The  Eiffel-Tower!") == "eiffeltower"
+    assert metric.normalize_answer("An apple, a day") == "apple day"
+    assert metric.compute_exact("the Eiffel Tower", "Eiffel Tower.") == 1
+    # pred "tower in paris" vs gold "eiffel tower in paris": P=3/3, R=3/4 -> F1=6/7
+    assert metric.compute_f1("Eiffel Tower in Paris", "Tower in Paris") == pytest.approx(6 / 7)
+    assert metric.compute_f1("", "") == 1.0 and metric.compute_f1("", "x") == 0.0
+
+
+def test_evaluate_hand_computed():
+    preds = {"a": "Tower in Paris", "b": "1998", "c": "", "d": "something"}
+    r = metric.evaluate(dataset(QAS), preds)
+    # a: EM 0, F1 max(2/3*... ) -> vs "eiffel tower": P=1/3,R=1/2 -> 0.4; vs "eiffel tower in paris": 6/7
+    # b: gold "in 1998" -> tokens [in, 1998], pred [1998]: P=1, R=1/2 -> 2/3; EM 0
+    # c: no answer, predicted "" -> 1/1; d: predicted text -> 0/0
+    assert r["total"] == 4
+    assert r["exact"] == pytest.approx(25.0)
+    assert r["f1"] == pytest.approx(100 * (6 / 7 + 2 / 3 + 1 + 0) / 4)
+    assert r["HasAns_exact"] == 0.0 and r["HasAns_f1"] == pytest.approx(100 * (6 / 7 + 2 / 3) / 2)
+    assert r["NoAns_exact"] == 50.0 and r["HasAns_total"] == 2 and r["NoAns_total"] == 2
+
+
+def test_always_no_answer_and_best_threshold():
+    preds = {q["id"]: "" for q in QAS}
+    r = metric.evaluate(dataset(QAS), preds, {q: 0.0 for q in preds})
+    assert (r["exact"], r["HasAns_exact"], r["NoAns_exact"]) == (50.0, 0.0, 100.0)
+    assert r["best_exact"] == 50.0
+    # answering a and b exactly when their no-answer score is low gives a better threshold
+    preds = {"a": "Eiffel Tower", "b": "in 1998", "c": "x", "d": ""}
+    na = {"a": -2.0, "b": -1.0, "c": 0.5, "d": 3.0}
+    r = metric.evaluate(dataset(QAS), preds, na)
+    assert r["exact"] == 75.0
+    assert r["best_exact"] == 100.0 and r["best_exact_thresh"] == -1.0
+    # with a threshold, c (na 0.5 > 0.0) counts as a correct no-answer
+    r = metric.evaluate(dataset(QAS), preds, na, na_prob_thresh=0.0)
+    assert r["exact"] == 100.0
+
+
+def test_missing_predictions_are_skipped():
+    r = metric.evaluate(dataset(QAS), {"a": "the eiffel tower"})
+    assert r["total"] == 1 and r["exact"] == 100.0

@@ -1,0 +1,15 @@
+"""Top WordNet topic domains per article."""
+import pandas as pd
+
+from csbench.io import write_tsv
+from csbench.logs import snakemake_logger
+from csbench.qads.domains import article_domains
+from csbench.qads.workflow import select_questions
+
+log = snakemake_logger(snakemake)
+q = snakemake.params.qads
+questions = select_questions(pd.read_parquet(snakemake.input.questions), q["questions"])
+d = q["domains"]
+table = article_domains(questions, pd.read_parquet(snakemake.input.subs), d["sample"], d["seed"], d["top"])
+log.info("%d articles", len(table))
+write_tsv(table, snakemake.output[0])

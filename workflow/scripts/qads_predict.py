@@ -1,0 +1,22 @@
+"""Extractive QA predictions of one model on every question set (official format: id -> answer,
+"" = no answer), plus the no-answer scores (null - best span) for the best-threshold metric."""
+from csbench.io import read_json, write_json
+from csbench.logs import snakemake_logger
+from csbench.models import is_random_model_dir, load_qa_model
+from csbench.qads.qa import predict
+
+log = snakemake_logger(snakemake)
+c = snakemake.params.qa
+if is_random_model_dir(snakemake.input.model):
+    log.warning("%s is a RANDOM model: its predictions are meaningless", snakemake.input.model)
+model, tok = load_qa_model(snakemake.input.model, device=c["device"], dtype=c["dtype"])
+for src, out_preds, out_na in zip(snakemake.input.questions, snakemake.output.preds,
+                                  snakemake.output.na_probs):
+    rows = [(qa["id"], qa["question"], p["context"]) for a in read_json(src)["data"]
+            for p in a["paragraphs"] for qa in p["qas"]]
+    answers, na = predict(model, tok, [r[1] for r in rows], [r[2] for r in rows],
+                          max_length=c["max_length"], stride=c["stride"], batch_size=c["batch_size"],
+                          max_answer_len=c["max_answer_len"], null_threshold=c["null_threshold"])
+    log.info("%s: %d questions, %d answered", src, len(rows), sum(bool(a) for a in answers))
+    write_json({r[0]: a for r, a in zip(rows, answers)}, out_preds)
+    write_json({r[0]: s for r, s in zip(rows, na)}, out_na)

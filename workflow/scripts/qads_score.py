@@ -1,0 +1,15 @@
+"""Official SQuAD 2.0 metric per model and question set (original / one / all)."""
+import pandas as pd
+
+from csbench.io import read_json, write_tsv
+from csbench.logs import snakemake_logger
+from csbench.qads.workflow import score_row
+
+log = snakemake_logger(snakemake)
+p = snakemake.params
+rows = []
+for (model, qs), pred, na in zip(p.pairs, snakemake.input.preds, snakemake.input.na_probs):
+    data = read_json(snakemake.input.questions[p.sets.index(qs)])["data"]
+    rows.append(score_row(model, qs, data, read_json(pred), read_json(na)))
+    log.info("%s", rows[-1])
+write_tsv(pd.DataFrame(rows), snakemake.output[0], float_format="%.2f")

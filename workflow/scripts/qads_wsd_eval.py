@@ -1,0 +1,16 @@
+"""Score the configured WSD methods on the unified evaluation framework."""
+import pandas as pd
+
+from csbench.io import write_tsv
+from csbench.logs import snakemake_logger
+from csbench.qads.workflow import disambiguator
+from csbench.qads.wsd_eval import evaluate
+
+log = snakemake_logger(snakemake)
+p = snakemake.params
+tables = {name: pd.read_parquet(path) for name, path in zip(p.datasets, snakemake.input)}
+methods = {m: disambiguator(m, p.qads, p.encoder, p.cache) for m in p.qads["wsd_eval"]["methods"]}
+res = evaluate(tables, methods, window=p.qads["wsd_eval"]["window"])
+for r in res.itertuples():
+    log.info("%s %s: P=%.4f R=%.4f F1=%.4f (n=%d)", r.method, r.dataset, r.precision, r.recall, r.f1, r.n)
+write_tsv(res, snakemake.output[0], float_format="%.4f")
