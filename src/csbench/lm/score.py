@@ -165,6 +165,32 @@ class LMScorer:
         return encode_pair(self.tokenizer, context, continuation, self.prefix_token_id,
                            self.add_bos_token)
 
+    def encode_many(self, requests) -> list[tuple[list[int], list[int]]]:
+        """:meth:`encode` for many requests with batched tokenizer calls (same token ids)."""
+        kw = {} if self.add_bos_token is None else {"add_special_tokens": self.add_bos_token}
+        pairs, texts = [], []
+        for context, continuation in requests:
+            if context == "":
+                pairs.append(None)
+                texts.append(continuation)
+                continue
+            n = len(context) - len(context.rstrip())
+            if n:
+                context, continuation = context[:-n], context[-n:] + continuation
+            pairs.append(len(texts))
+            texts += [context, context + continuation]
+        ids = self.tokenizer(texts, **kw)["input_ids"] if texts else []
+        out, k = [], 0
+        for p in pairs:
+            if p is None:
+                out.append(([self.prefix_token_id], list(ids[k])))
+                k += 1
+            else:
+                ctx, whole = list(ids[k]), list(ids[k + 1])
+                out.append((ctx, whole[len(ctx):]))
+                k += 2
+        return out
+
     def loglikelihood(self, requests, keys=None) -> list[tuple[float, int]]:
         """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``."""
         requests = [(str(c), str(x)) for c, x in requests]
@@ -182,12 +208,12 @@ class LMScorer:
                     results[i] = hit[ck]
             self.stats["cached"] += len(hit)
         todo = [i for i, r in enumerate(results) if r is None]
-        # Encode and deduplicate identical token sequences.
+        # Encode (in one batched tokenizer call) and deduplicate identical token sequences.
+        encoded = self.encode_many([requests[i] for i in todo])
         uniq: dict[tuple, int] = {}
         enc: list[tuple[list[int], list[int]]] = []
         where: list[int] = []
-        for i in todo:
-            ctx, cont = self.encode(*requests[i])
+        for i, (ctx, cont) in zip(todo, encoded):
             if not cont:
                 raise ValueError(f"request {i}: the continuation {requests[i][1]!r} has no tokens")
             k = (tuple(ctx), tuple(cont))
@@ -280,9 +306,9 @@ class LMScorer:
         # Longest first (so an OOM shows up on the first batch); ties broken by content.
         singles.sort(key=lambda r: (-len(r.tokens), r.tokens))
         self._batched(singles, lambda b: self._run_batch(b, out), weight=lambda r: 1)
-        # Groups in order of prefix length; a batch of groups shares the shortest of their
-        # prefixes' lengths (every member's scored positions stay in the suffix).
-        groups.sort(key=lambda g: (-g[0], -max(len(r.tokens) for r in g[1]), g[1][0].tokens))
+        # Groups longest first; a batch of groups uses the shortest of their prefix lengths
+        # (every member's scored positions stay in the suffix).
+        groups.sort(key=lambda g: GROUP_ORDER(g))
         self._batched(groups, lambda b: self._run_shared(min(p for p, _ in b), [g for _, g in b],
                                                          out),
                       weight=lambda g: len(g[1]),
@@ -410,6 +436,10 @@ class LMScorer:
             counts[u] = n
         for u, v in sums.items():
             out[u] = (float(v), counts[u])
+
+
+# Order of shared-prefix groups before batching: longest rows first (least padding).
+GROUP_ORDER = lambda g: (-max(len(r.tokens) for r in g[1]), -g[0], g[1][0].tokens)  # noqa: E731
 
 
 def _lcp(a: list[int], b: list[int]) -> int:
