@@ -136,6 +136,8 @@ rule contamination_summary:
 rule contamination_effect:
     input:
         unpack(lambda wc: CONT_PLAN.effect_inputs()),
+    params:
+        random_models=[m for m, spec in config["models"]["lm"].items() if spec.startswith("random:")],
     output:
         report(
             f"{CONT}/effect.tsv",

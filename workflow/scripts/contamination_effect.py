@@ -18,5 +18,7 @@ for key, rpath in inputs.items():
             _, bench, corpus = fkey.split("__", 2)
             frames.append(effect(model, results, pd.read_parquet(fpath), bench, corpus, rpath))
 out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=EFFECT_COLUMNS)
+# scores of randomly initialised (demo) models are meaningless: say so in the table
+out["random_model"] = out["model"].isin(snakemake.params.random_models)
 log.info("\n%s", out.to_string(index=False))
 write_tsv(out, snakemake.output[0], float_format="%.4g")
