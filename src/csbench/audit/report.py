@@ -22,7 +22,7 @@ def plot_top1(top1: dict[str, pd.DataFrame], path) -> None:
         if not len(s):
             continue
         ax1.hist(s, bins=bins, density=True, histtype="step", label=f"{name} (n={len(s)})")
-        ax2.plot(s, 1.0 - np.arange(len(s)) / len(s), label=name)
+        ax2.step(s, 1.0 - np.arange(len(s)) / len(s), where="post", label=name)
     ax1.set_xlabel("top-1 cosine similarity to training set")
     ax1.set_ylabel("density")
     ax2.set_xlabel("similarity threshold")

@@ -97,7 +97,8 @@ def plot_nll_by_quartile(per_model: dict[str, pd.DataFrame], path, variant: str 
         ax.set_xticks(pos)
         ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel(f"NLL of gold answer ({variant})")
-    ax.set_title("NLL by topic-frequency quartile (Q1 = lowest cross-entropy = most frequent)")
+    ax.set_title("NLL by topic-frequency quartile\n(Q1 = lowest topic cross-entropy = most frequent topics)",
+                 fontsize=9)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
