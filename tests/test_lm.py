@@ -136,3 +136,13 @@ def test_from_config_and_generate(tiny_lm_dir, tmp_path):
     assert len(out) == 2 and all(len(x) == 3 and all(isinstance(t, str) for t in x) for x in out)
     with pytest.raises(ValueError):
         s.loglikelihood([("a", "")])
+
+
+def test_prefix_sharing_falls_back_when_unsupported(tiny_lm_dir, monkeypatch):
+    ref = LMScorer(tiny_lm_dir, device="cpu", share_prefix=False).loglikelihood(REQS)
+    s = LMScorer(tiny_lm_dir, device="cpu")
+    monkeypatch.setattr(s, "_run_shared", lambda *a: (_ for _ in ()).throw(
+        NotImplementedError("no cache reuse")))
+    got = s.loglikelihood(REQS)
+    assert not s.share_prefix
+    assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))

@@ -309,12 +309,18 @@ class LMScorer:
         # Groups longest first; a batch of groups uses the shortest of their prefix lengths
         # (every member's scored positions stay in the suffix).
         groups.sort(key=lambda g: GROUP_ORDER(g))
-        self._batched(groups, lambda b: self._run_shared(min(p for p, _ in b), [g for _, g in b],
-                                                         out),
-                      weight=lambda g: len(g[1]),
-                      fallback=lambda b: self._batched(
-                          [r for _, g in b for r in g], lambda x: self._run_batch(x, out),
-                          weight=lambda r: 1))
+        unshared = lambda b: self._batched(  # noqa: E731
+            [r for _, g in b for r in g], lambda x: self._run_batch(x, out), weight=lambda r: 1)
+        try:
+            self._batched(groups, lambda b: self._run_shared(min(p for p, _ in b),
+                                                             [g for _, g in b], out),
+                          weight=lambda g: len(g[1]), fallback=unshared)
+        except (AttributeError, NotImplementedError, TypeError) as exc:
+            # A model whose cache cannot be reused this way: score those rows unshared.
+            log.warning("prefix sharing unsupported by this model (%s); disabled", exc)
+            self.share_prefix = False
+            unshared([g for g in groups if any(out[u] is None for r in g[1]
+                                               for u, _, _ in r.members)])
         return out  # type: ignore[return-value]
 
     def _batched(self, units, fn, weight, fallback=None) -> None:
