@@ -146,3 +146,13 @@ def test_prefix_sharing_falls_back_when_unsupported(tiny_lm_dir, monkeypatch):
     got = s.loglikelihood(REQS)
     assert not s.share_prefix
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
+
+
+def test_long_shared_prefix_groups_are_capped(tiny_lm_dir):
+    shot = "Q: Is it alive? A: yes. " * 6
+    reqs = [(f"{shot}Q: Is thing {i} big? A:", a) for i in range(12) for a in (" yes", " no")]
+    s = LMScorer(tiny_lm_dir, device="cpu", batch_size=4)
+    got = s.loglikelihood(reqs)
+    ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=4, share_prefix=False).loglikelihood(reqs)
+    assert s.stats["shared_groups"] >= 3  # 12 rows, at most 4 per group
+    assert all(abs(a[0] - b[0]) <= 1e-5 for a, b in zip(got, ref))

@@ -20,6 +20,7 @@ API (stable; 20Q, ProtoQA and WinoWhat code against it)::
     scorer.loglikelihood_rolling(texts)         # -> list of (logprob, n_tokens) of whole texts
     scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
                     top_p=1.0, do_sample=True, seed=0, stop=("\\n",))   # -> list[list[str]]
+    # (ProtoQA's order-independent sampler lives in csbench.lm.generate.)
 
     LMScorer.from_config(model_dir, config)     # reads config["lm"] and config["cache_dir"]
 
@@ -32,8 +33,9 @@ are left-truncated.
 Speed: requests are sorted by length (longest first) and batched (right padding, no padding
 inside the real tokens); the final hidden states are projected to the vocabulary only at the
 continuation positions (never a full-vocabulary log-softmax over every position); requests that
-share a context and have single-token continuations are answered from one forward pass; exact
-duplicate requests are scored once. Results do not depend on batch size or order (fp32:
+share a context and have single-token continuations are answered from one forward pass; requests
+that share a token prefix (the options of one item, few-shot prompts) run the prefix once and their
+suffixes on its KV cache (``share_prefix=True``); exact duplicate requests are scored once. Results do not depend on batch size or order (fp32:
 |difference| <= 1e-5; the log-softmax is always computed in fp32).
 """
 from __future__ import annotations

@@ -299,7 +299,8 @@ class LMScorer:
         rows = self._rows(enc)
         self.stats["rows"] += len(rows)
         if self.share_prefix and self._partial_logits:
-            groups, singles = _group_prefixes(rows, self.min_shared_prefix)
+            groups, singles = _group_prefixes(rows, self.min_shared_prefix,
+                                              max_group=self._start_batch_size())
         else:
             groups, singles = [], rows
         out: list[tuple[float, int] | None] = [None] * len(enc)
@@ -456,12 +457,12 @@ def _lcp(a: list[int], b: list[int]) -> int:
     return i
 
 
-def _group_prefixes(rows: list[_Row], min_prefix: int):
+def _group_prefixes(rows: list[_Row], min_prefix: int, max_group: int = 1 << 30):
     """Split rows into groups that share a token prefix (``[(prefix_len, rows)]``) and singles.
 
     Rows are visited in token order; a row joins the current group while the common prefix,
     capped at every member's first scored position, stays >= ``min_prefix`` tokens and >= 3/4
-    of the group's current prefix."""
+    of the group's current prefix, and the group has fewer than ``max_group`` rows."""
     groups, singles = [], []
     if not rows:
         return groups, singles
@@ -479,7 +480,7 @@ def _group_prefixes(rows: list[_Row], min_prefix: int):
     cur, plen = [order[0]], first_needed(order[0])
     for r in order[1:]:
         new = min(plen, _lcp(cur[0].tokens, r.tokens), first_needed(r))
-        if new >= min_prefix and 4 * new >= 3 * plen:
+        if new >= min_prefix and 4 * new >= 3 * plen and len(cur) < max_group:
             cur.append(r)
             plen = new
         else:
