@@ -1,5 +1,4 @@
 """List scoring (Hungarian, Max Answers / Max Incorrect) and predictions files."""
-import json
 
 import numpy as np
 import pytest
@@ -98,3 +97,18 @@ def test_schema_documented_and_defaults(repo):
     cfg = fill_defaults({"generation": {"num_samples": 3}}, yaml.safe_load(path.read_text()))
     assert cfg["generation"]["temperature"] == 0.69 and cfg["generation"]["num_samples"] == 3
     assert cfg["similarities"] == ["exact", "wordnet", "embedding"]
+
+
+def test_predictions_files_resolve_mirror_and_generation():
+    from csbench.protoqa import predictions_files
+
+    pq = {"predictions": {"a": "{mirror}/protoqa/a.json", "b": "/x/b.jsonl"},
+          "generation": {"enabled": True, "models": None}}
+    warned = []
+    out = predictions_files(pq, "m", {"lm1": "random:tiny-gpt2"}, warn=warned.append)
+    assert out == {"a": "m/protoqa/a.json", "b": "/x/b.jsonl",
+                   "gen-lm1": "results/protoqa/generated/lm1/ranked.json"}
+    out = predictions_files(pq, None, {}, warn=warned.append)
+    assert out == {"b": "/x/b.jsonl"} and len(warned) == 1
+    with pytest.raises(ValueError):
+        predictions_files(dict(pq, generation={"enabled": True, "models": ["nope"]}), "m", {})
