@@ -35,8 +35,9 @@ inside the real tokens); the final hidden states are projected to the vocabulary
 continuation positions (never a full-vocabulary log-softmax over every position); requests that
 share a context and have single-token continuations are answered from one forward pass; requests
 that share a token prefix (the options of one item, few-shot prompts) run the prefix once and their
-suffixes on its KV cache (``share_prefix=True``); exact duplicate requests are scored once. Results do not depend on batch size or order (fp32:
-|difference| <= 1e-5; the log-softmax is always computed in fp32).
+suffixes on its KV cache (``share_prefix=True``); exact duplicate requests are scored once.
+Results do not depend on batch size or order (fp32: |difference| <= 1e-5; the log-softmax is
+always computed in fp32).
 """
 from __future__ import annotations
 
