@@ -73,3 +73,9 @@ def test_model_maps_replace_defaults(repo, base):
     base["models"] = {"lm": {"mine": "/models/mine"}}
     cfg = validate(base, repo / SCHEMA)
     assert cfg["models"]["lm"] == {"mine": "/models/mine"}
+
+
+def test_nested_defaults_inside_task_sections_are_filled(repo, base):
+    cfg = validate(base, repo / SCHEMA)
+    for section in ("winowhat", "protoqa", "twentyq", "qads", "contamination"):
+        assert cfg[section], f"{section}: defaults not filled"

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator, validators
 from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from .errors import ConfigError
 
@@ -53,7 +54,11 @@ def load_schema(path: str | Path) -> tuple[dict, Registry]:
         from urllib.parse import urlparse
         from urllib.request import url2pathname
 
-        return Resource.from_contents(yaml.safe_load(Path(url2pathname(urlparse(uri).path)).read_text()))
+        contents = yaml.safe_load(Path(url2pathname(urlparse(uri).path)).read_text())
+        # A "$schema" in a section file would make jsonschema switch to its stock validator
+        # class for that section, which does not fill defaults: all sections use ours.
+        contents.pop("$schema", None)
+        return DRAFT202012.create_resource(contents)
 
     registry = Registry(retrieve=retrieve).with_resource(path.as_uri(), Resource.from_contents(schema))
     return schema, registry
