@@ -30,3 +30,10 @@ def test_pair_file_optional_and_bad_label(tmp_path):
     p.write_text("[{\"id\": \"a\",\n \"sent\": }]")
     with pytest.raises(InputError, match=r"dev.json:2"):
         com2sense.normalise("dev", {"dev.json": p})
+
+
+def test_known_typo_in_released_dev_is_repaired(tmp_path):
+    p = tmp_path / "dev.json"
+    p.write_text(json.dumps([{"id": "a", "sent": "S.", "label": "True", "numeracy": "Flase"}]))
+    df = com2sense.normalise("dev", {"dev.json": p})
+    assert df["numeracy"].tolist() == [False]

@@ -30,7 +30,7 @@ def test_normalise_demo_tables(repo):
 @pytest.mark.parametrize("rec,msg", [
     ({"question": {"original": "x"}}, "metadata.id"),
     ({"metadata": {"id": "q"}, "question": {"original": "x"},
-      "answers": {"clusters": {"c": {"count": 0, "answers": ["a"]}}}}, "bad count"),
+      "answers": {"clusters": {"c": {"count": -1, "answers": ["a"]}}}}, "bad count"),
     ({"metadata": {"id": "q"}, "question": {"original": "x"},
       "answers": {"clusters": {"c": {"count": 3}}}}, "answers"),
 ])

@@ -28,6 +28,9 @@ def tables(files: list[str]) -> dict[str, list[str]]:
     return out
 
 
+KNOWN_TYPOS = {"Flase": False, "Ture": True}
+
+
 def _bool(path, value, field, where):
     if value is None:
         return None
@@ -35,6 +38,8 @@ def _bool(path, value, field, where):
         return value
     if str(value) in ("True", "False", "true", "false"):
         return str(value).lower() == "true"
+    if str(value) in KNOWN_TYPOS:  # the released dev.json spells False "Flase" once
+        return KNOWN_TYPOS[str(value)]
     raise InputError(path, f"item {where}: {field!r} must be True or False, got {value!r}")
 
 

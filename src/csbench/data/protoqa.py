@@ -67,7 +67,8 @@ def parse_record(path, line: int, rec: dict) -> dict:
         if not isinstance(cl, dict) or not isinstance(cl.get("answers"), list):
             raise InputError(path, f"cluster {cid!r} lacks an 'answers' list", line)
         count = cl.get("count")
-        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        # count 0 occurs in the released dev.scraped.jsonl (a cluster no survey answer fell in)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise InputError(path, f"cluster {cid!r} has a bad count {count!r}", line)
         if not cl["answers"] or not all(isinstance(a, str) for a in cl["answers"]):
             raise InputError(path, f"cluster {cid!r} must list answer strings", line)
