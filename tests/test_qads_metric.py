@@ -58,3 +58,13 @@ def test_always_no_answer_and_best_threshold():
 def test_missing_predictions_are_skipped():
     r = metric.evaluate(dataset(QAS), {"a": "the eiffel tower"})
     assert r["total"] == 1 and r["exact"] == 100.0
+
+
+def test_schema_documented(repo):
+    from csbench.config import check_schema_documented, validate
+
+    path = repo / "workflow/schemas/qads.schema.yaml"
+    assert check_schema_documented(path) == []
+    cfg = validate({}, path)
+    assert cfg["wsd"]["method"] == "enhanced_lesk" and cfg["questions"]["limit"] is None
+    assert "according to" in cfg["candidates"]["mwes"]

@@ -22,6 +22,18 @@ def _stems(name: str) -> set[str]:
     return {stem(w) for w in re.split(r"[_\-\s]+", name.lower()) if w}
 
 
+def same_stem(a: str, b: str) -> bool:
+    """True when two lemmas share a Porter stem or one's stem (3+ letters) starts the other
+    ("running"/"runner", "direction"/"directional")."""
+    sa, sb = _stems(a), _stems(b)
+    if sa & sb:
+        return True
+    wa = [w for w in re.split(r"[_\-\s]+", a.lower()) if w]
+    wb = [w for w in re.split(r"[_\-\s]+", b.lower()) if w]
+    return any((len(s) >= 3 and w.startswith(s)) for s in sa for w in wb) or \
+        any((len(s) >= 3 and w.startswith(s)) for s in sb for w in wa)
+
+
 def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = False) -> list[str]:
     """Other lemmas of ``synset`` (and optionally of its hypernyms), most frequent first.
 
@@ -31,7 +43,6 @@ def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = Fals
     pool = [(l, 0) for l in synset.lemmas()]
     if hypernyms:
         pool += [(l, 1) for h in synset.hypernyms() for l in h.lemmas()]
-    orig = _stems(lemma)
     seen, ranked = set(), []
     for order, (lem, hyper) in enumerate(pool):
         name = lem.name()
@@ -40,7 +51,7 @@ def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = Fals
             continue
         if not multiword and ("_" in name or "-" in name):
             continue
-        if _stems(name) & orig:
+        if same_stem(name, lemma):
             continue
         seen.add(key)
         ranked.append((hyper, -lem.count(), order, name))
@@ -84,7 +95,7 @@ def substitute(text: str, edits: list[tuple[int, int, str]]) -> str:
 
 
 def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAULT_POS,
-             mwes=DEFAULT_MWES, context: str = "question", hypernyms: bool = False,
+             mwes=DEFAULT_MWES, context: str = "question+paragraph", hypernyms: bool = False,
              multiword: bool = False, min_score: float | None = None, nlp=None,
              batch_size: int = 256):
     """Return ``(substitutions DataFrame, {mode: DataFrame of new question rows})``.
