@@ -12,8 +12,8 @@ QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 QADS_GPU = 0 if str(QD["qa"]["device"]) == "cpu" else 1
 
 
-def _qads_json(s):
-    return f"{QADS}/original.json" if s == "original" else f"{QADS}/qads-{s}.json"
+QADS_JSON = {s: f"{QADS}/original.json" if s == "original" else f"{QADS}/qads-{s}.json"
+             for s in QADS_SETS}
 
 
 rule qads_wsd_eval:
@@ -88,7 +88,7 @@ rule qads_domains:
 
 rule qads_predict:
     input:
-        questions=[_qads_json(s) for s in QADS_SETS],
+        questions=[QADS_JSON[s] for s in QADS_SETS],
         model=lambda wc: model_dir(wc.model),
     output:
         preds=[f"{QADS}/predictions/{{model}}.{s}.json" for s in QADS_SETS],
@@ -114,7 +114,7 @@ _QADS_PAIRS = [(m, s) for m in config["models"]["qa"] for s in QADS_SETS]
 
 rule qads_score:
     input:
-        questions=[_qads_json(s) for s in QADS_SETS],
+        questions=[QADS_JSON[s] for s in QADS_SETS],
         preds=[f"{QADS}/predictions/{m}.{s}.json" for m, s in _QADS_PAIRS],
         na_probs=[f"{QADS}/predictions/{m}.{s}.na_prob.json" for m, s in _QADS_PAIRS],
     output:
@@ -134,9 +134,8 @@ rule qads_score:
         "../scripts/qads_score.py"
 
 
-def qads_targets():
-    return [f"{QADS}/wsd_eval.tsv", f"{QADS}/substitutions.parquet", f"{QADS}/domains.tsv",
-            f"{QADS}/qa_scores.tsv"]
-
-
-register_targets("qads", qads_targets)
+register_targets(
+    "qads",
+    lambda: [f"{QADS}/{f}" for f in ("wsd_eval.tsv", "substitutions.parquet", "domains.tsv",
+                                     "qa_scores.tsv")],
+)

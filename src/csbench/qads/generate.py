@@ -95,7 +95,7 @@ def substitute(text: str, edits: list[tuple[int, int, str]]) -> str:
 
 
 def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAULT_POS,
-             mwes=DEFAULT_MWES, context: str = "question+paragraph", hypernyms: bool = False,
+             mwes=DEFAULT_MWES, context: str = "question", hypernyms: bool = False,
              multiword: bool = False, min_score: float | None = None, nlp=None,
              batch_size: int = 256):
     """Return ``(substitutions DataFrame, {mode: DataFrame of new question rows})``.
