@@ -48,6 +48,8 @@ def test_inflection_and_case():
     assert G.inflect("way", "NNS") == "ways"
     assert G.inflect("big", "JJR") == "bigger" and G.inflect("bigger", "JJR") == "bigger"
     assert G.inflect("take_off", "VBD") == "took off"
+    assert G.inflect("difficult", "JJR") == "more difficult"
+    assert G.inflect("pharmaceutics", "NNS") == "pharmaceutics"
     assert G.match_case("way", "Direction") == "Way" and G.match_case("usa", "US") == "USA"
     assert G.substitute("Which direction did Romans use?", [(6, 15, "way"), (27, 30, "apply")]) \
         == "Which way did Romans apply?"

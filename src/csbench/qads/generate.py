@@ -61,21 +61,36 @@ def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = Fals
 def inflect(name: str, tag: str) -> str:
     """Inflect a WordNet lemma (``_`` joined) to the Penn ``tag`` of the token it replaces.
 
-    The head word is inflected: the first word of a verb phrase, the last word otherwise.
+    The head word is inflected: the first word of a verb phrase, the last word otherwise. Forms
+    come from lemminflect's dictionary; adjectives/adverbs without a dictionary comparative get
+    "more"/"most", already comparative words and plural-looking nouns are left alone, and only
+    then is lemminflect's out-of-vocabulary rule used.
     """
-    from lemminflect import getAllLemmas, getInflection
+    from lemminflect import getAllInflections, getAllLemmas, getInflection
 
     parts = name.split("_")
     head = 0 if tag.startswith("VB") else len(parts) - 1
-    upos = {"J": "ADJ", "R": "ADV"}.get(tag[:1])
-    if upos and tag in ("JJR", "JJS", "RBR", "RBS"):
-        base = getAllLemmas(parts[head], upos).get(upos, (parts[head],))[0]
-        if base != parts[head]:  # already comparative/superlative (e.g. "bigger")
+    word = parts[head]
+    if tag in ("NN", "VB", "JJ", "RB", "NNP"):
+        return " ".join(parts)
+    upos = {"J": "ADJ", "R": "ADV", "N": "NOUN", "V": "VERB"}.get(tag[:1])
+    if upos is None:
+        return " ".join(parts)
+    if upos in ("ADJ", "ADV"):
+        base = getAllLemmas(word, upos).get(upos, (word,))[0]
+        if base != word:  # already comparative/superlative (e.g. "bigger")
             return " ".join(parts)
-    if tag not in ("NN", "VB", "JJ", "RB"):
-        forms = getInflection(parts[head], tag=tag)
-        if forms:
-            parts[head] = forms[0]
+    forms = getAllInflections(word, upos).get(tag)
+    if forms:
+        parts[head] = forms[0]
+    elif tag in ("JJR", "RBR", "JJS", "RBS"):
+        parts[head] = ("more " if tag.endswith("R") else "most ") + word
+    elif tag == "NNS" and word.endswith("s"):
+        pass
+    else:
+        oov = getInflection(word, tag=tag)
+        if oov:
+            parts[head] = oov[0]
     return " ".join(parts)
 
 
