@@ -40,6 +40,8 @@ def test_synonyms_drop_same_stem_multiword_and_proper_names():
     assert "make" not in G.synonyms(wn.synset("make.v.03"), "make")  # the word itself
     assert all(s.islower() for s in G.synonyms(wn.synset("house.n.05"), "house", hypernyms=True))
     assert "runner" not in G.synonyms(wn.synset("runner.n.01"), "running")  # same stem
+    assert G.synonyms(wn.synset("know.v.01"), "know")[0] == "cognize"
+    assert G.synonyms(wn.synset("know.v.01"), "know", min_count=1) == []
 
 
 def test_inflection_and_case():

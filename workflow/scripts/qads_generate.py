@@ -15,6 +15,7 @@ subs, out = generate(questions, wsd, modes=q["generation"]["modes"], pos=q["cand
                      mwes=q["candidates"]["mwes"], context=q["wsd"]["context"],
                      hypernyms=q["generation"]["hypernyms"], multiword=q["generation"]["multiword"],
                      min_score=q["generation"]["min_score"],
+                     min_count=q["generation"]["min_synonym_count"],
                      nlp=load_nlp(q["candidates"]["spacy_model"]))
 log.info("%d questions, %d candidates, %d with a synonym; generated %s", len(questions), len(subs),
          subs["synonym"].notna().sum(), {m: len(d) for m, d in out.items()})

@@ -34,11 +34,13 @@ def same_stem(a: str, b: str) -> bool:
         any((len(s) >= 3 and w.startswith(s)) for s in sb for w in wa)
 
 
-def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = False) -> list[str]:
+def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = False,
+             min_count: int = 0) -> list[str]:
     """Other lemmas of ``synset`` (and optionally of its hypernyms), most frequent first.
 
     Same-stem variants (sharing a Porter stem with the original), proper-name lemmas and, unless
-    ``multiword``, multi-word lemmas are dropped.
+    ``multiword``, multi-word lemmas are dropped, and so are lemmas tagged fewer than
+    ``min_count`` times in WordNet's sense-tagged corpora (rare words such as "cognize").
     """
     pool = [(l, 0) for l in synset.lemmas()]
     if hypernyms:
@@ -51,7 +53,7 @@ def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = Fals
             continue
         if not multiword and ("_" in name or "-" in name):
             continue
-        if same_stem(name, lemma):
+        if same_stem(name, lemma) or lem.count() < min_count:
             continue
         seen.add(key)
         ranked.append((hyper, -lem.count(), order, name))
@@ -111,7 +113,7 @@ def substitute(text: str, edits: list[tuple[int, int, str]]) -> str:
 
 def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAULT_POS,
              mwes=DEFAULT_MWES, context: str = "question", hypernyms: bool = False,
-             multiword: bool = False, min_score: float | None = None, nlp=None,
+             multiword: bool = False, min_score: float | None = None, min_count: int = 0, nlp=None,
              batch_size: int = 256):
     """Return ``(substitutions DataFrame, {mode: DataFrame of new question rows})``.
 
@@ -134,7 +136,7 @@ def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAU
     for (qi, c), ch in zip(owners, choices):
         syn = None
         if ch.synset is not None and (min_score is None or ch.score >= min_score):
-            names = synonyms(ch.synset, c.lemma, hypernyms, multiword)
+            names = synonyms(ch.synset, c.lemma, hypernyms, multiword, min_count)
             if names:
                 syn = match_case(inflect(names[0], c.tag), c.text)
         rec = {"id": qrows[qi].id, "new_id": None, "token": c.text, "position": c.start,
