@@ -81,7 +81,7 @@ rule qads_domains:
         mem_mb=3000,
         gpu=0,
     conda:
-        "../../envs/core.yaml"
+        "../../envs/nlp.yaml"
     script:
         "../scripts/qads_domains.py"
 
@@ -129,7 +129,7 @@ rule qads_score:
         mem_mb=2000,
         gpu=0,
     conda:
-        "../../envs/core.yaml"
+        "../../envs/nlp.yaml"
     script:
         "../scripts/qads_score.py"
 
