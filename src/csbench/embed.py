@@ -85,7 +85,9 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        m = self.model
+        get = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+        return int(get())
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
