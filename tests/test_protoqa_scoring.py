@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from csbench.errors import InputError
-from csbench.protoqa import METRICS, fill_defaults
+from csbench.protoqa import METRICS
 from csbench.protoqa.data import Question, load_predictions, load_questions
 from csbench.protoqa.scoring import (Scorer, assignment_score, evaluate, limit_incorrect,
                                      score_question, summary_table)
@@ -94,7 +94,11 @@ def test_schema_documented_and_defaults(repo):
 
     path = repo / "workflow/schemas/protoqa.schema.yaml"
     assert check_schema_documented(path) == []
-    cfg = fill_defaults({"generation": {"num_samples": 3}}, yaml.safe_load(path.read_text()))
+    from csbench.config import validate
+
+    full = validate({"protoqa": {"generation": {"num_samples": 3}}},
+                    repo / "workflow/schemas/config.schema.yaml")
+    cfg = full["protoqa"]
     assert cfg["generation"]["temperature"] == 0.69 and cfg["generation"]["num_samples"] == 3
     assert cfg["similarities"] == ["exact", "wordnet", "embedding"]
 

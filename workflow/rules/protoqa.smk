@@ -1,16 +1,9 @@
 # ProtoQA: score ranked answer lists against crowd answer clusters (exact, WordNet, embedding
 # matching; Max Answers@k / Max Incorrect@k) and the sampling-based generation baseline.
-import os
-
-import yaml
-
 import csbench.protoqa
 
 PROTOQA = "results/protoqa"
-PQ = csbench.protoqa.fill_defaults(
-    config["protoqa"],
-    yaml.safe_load(open(os.path.join(workflow.current_basedir, "..", "schemas", "protoqa.schema.yaml"))),
-)
+PQ = config["protoqa"]  # defaults filled by the config validation in the Snakefile
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])

@@ -23,22 +23,6 @@ def metric_limits(metric: str) -> tuple[int | None, int | None]:
     return (k, None) if kind == "max_answers" else (None, k)
 
 
-def fill_defaults(section: dict, schema: dict) -> dict:
-    """Fill missing keys of a config section from its schema's defaults (recursively, in place).
-
-    The top-level validator does not descend into ``$ref``'d task schemas with its
-    default-filling extension, so the task fills its own section.
-    """
-    import copy
-
-    for name, sub in schema.get("properties", {}).items():
-        if name not in section and "default" in sub:
-            section[name] = copy.deepcopy(sub["default"])
-        if isinstance(section.get(name), dict) and "properties" in sub:
-            fill_defaults(section[name], sub)
-    return section
-
-
 def generation_models(pq: dict, lm_models: dict) -> list[str]:
     """Names of the causal LMs the generation baseline samples from (validated)."""
     g = pq["generation"]
