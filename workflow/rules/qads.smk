@@ -2,6 +2,7 @@
 # unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
 import os as _os
 
+import csbench.models
 from csbench.config import validate as _validate_section
 
 QADS = "results/qads"
@@ -122,6 +123,7 @@ rule qads_score:
     params:
         pairs=_QADS_PAIRS,
         sets=QADS_SETS,
+        random={m: csbench.models.is_random(s) for m, s in config["models"]["qa"].items()},
     log:
         "logs/qads/score.log",
     threads: 1

@@ -11,5 +11,6 @@ rows = []
 for (model, qs), pred, na in zip(p.pairs, snakemake.input.preds, snakemake.input.na_probs):
     data = read_json(snakemake.input.questions[p.sets.index(qs)])["data"]
     rows.append(score_row(model, qs, data, read_json(pred), read_json(na)))
+    rows[-1]["random_model"] = p.random.get(model, False)  # scores of random weights mean nothing
     log.info("%s", rows[-1])
 write_tsv(pd.DataFrame(rows), snakemake.output[0], float_format="%.2f")
