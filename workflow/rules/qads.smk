@@ -10,6 +10,8 @@ QADS = "results/qads"
 QD = _validate_section(config.setdefault("qads", {}),
                        _os.path.join(workflow.basedir, "workflow", "schemas", "qads.schema.yaml"))
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
+# The fine-tuning settings are left out of the other rules' params (no rerun when they change).
+QD_BASE = {k: v for k, v in QD.items() if k != "finetune"}
 QADS_GPU = 0 if str(QD["qa"]["device"]) == "cpu" else 1
 
 
@@ -23,7 +25,7 @@ rule qads_wsd_eval:
     output:
         report(f"{QADS}/wsd_eval.tsv", caption="../report/qads_wsd_eval.rst", category="QADS"),
     params:
-        qads=QD,
+        qads=QD_BASE,
         datasets=QD["wsd_eval"]["datasets"],
         encoder=config["models"]["embedder"],
         cache=EMBED_CACHE,
@@ -50,7 +52,7 @@ rule qads_generate:
         one=f"{QADS}/qads-one.json",
         all=f"{QADS}/qads-all.json",
     params:
-        qads=QD,
+        qads=QD_BASE,
         encoder=config["models"]["embedder"],
         cache=EMBED_CACHE,
     log:
@@ -74,7 +76,7 @@ rule qads_domains:
     output:
         report(f"{QADS}/domains.tsv", caption="../report/qads_domains.rst", category="QADS"),
     params:
-        qads=QD,
+        qads=QD_BASE,
     log:
         "logs/qads/domains.log",
     threads: 1
@@ -136,8 +138,60 @@ rule qads_score:
         "../scripts/qads_score.py"
 
 
+QADS_FT = QD["finetune"]
+
+
+rule qads_finetune_fold:
+    input:
+        questions=QADS_JSON[QADS_FT["questions"]],
+        model=lambda wc: model_dir(wc.model),
+    output:
+        f"{QADS}/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{{fold}}.tsv",
+    wildcard_constraints:
+        fold=r"\d+",
+    params:
+        ft=QADS_FT,
+        qa=QD["qa"],
+        fold=lambda wc: int(wc.fold),
+    log:
+        f"logs/qads/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{{fold}}.log",
+    benchmark:
+        f"benchmarks/qads/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{{fold}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=QD["qa"]["mem_mb"],
+        gpu=QADS_GPU,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/qads_finetune_fold.py"
+
+
+rule qads_finetune_gather:
+    input:
+        [f"{QADS}/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{k}.tsv"
+         for k in range(QADS_FT["folds"])],
+    output:
+        report(f"{QADS}/finetune/{{model}}.{QADS_FT['questions']}.tsv",
+               caption="../report/qads_finetune.rst", category="QADS"),
+    params:
+        questions=QADS_FT["questions"],
+    log:
+        f"logs/qads/finetune/{{model}}.{QADS_FT['questions']}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        gpu=0,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/qads_finetune_gather.py"
+
+
 register_targets(
     "qads",
     lambda: [f"{QADS}/{f}" for f in ("wsd_eval.tsv", "substitutions.parquet", "domains.tsv",
-                                     "qa_scores.tsv")],
+                                     "qa_scores.tsv")]
+    + ([f"{QADS}/finetune/{m}.{QADS_FT['questions']}.tsv" for m in config["models"]["qa"]]
+       if QADS_FT["enabled"] else []),
 )
