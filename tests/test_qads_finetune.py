@@ -1,0 +1,105 @@
+"""Optional QADS fine-tuning: grouped folds, SQuAD 2.0 training labels, a training step, fold run."""
+import pandas as pd
+import pytest
+
+from csbench.models import load_qa_model
+from csbench.qads import finetune as F
+
+CTX = ("The Normans gave their name to Normandy, a region in France. " * 6
+       + "Rollo was the leader of the Norse raiders.")
+
+
+def test_original_id():
+    assert F.original_id("56ddde6b9a695914005b9628-3") == "56ddde6b9a695914005b9628"
+    assert F.original_id("demo103a0010-12") == "demo103a0010"
+    assert F.original_id("plain") == "plain"
+    assert F.original_id("a-b") == "a-b"  # non-numeric suffix: not a QADS variant
+
+
+def test_folds_are_grouped_seeded_and_balanced():
+    ids = [f"q{g:02d}-{v}" for g in range(23) for v in range(1, 1 + g % 4 + 1)]
+    folds = F.assign_folds(ids, 5, seed=0)
+    assert set(folds) == set(ids) and set(folds.values()) == set(range(5))
+    by_group = {}
+    for q, f in folds.items():
+        by_group.setdefault(F.original_id(q), set()).add(f)
+    assert all(len(s) == 1 for s in by_group.values()), "variants of one question straddle folds"
+    sizes = pd.Series(folds).value_counts()
+    assert sizes.max() - sizes.min() <= 4  # greedy balance: at most one group's size apart
+    assert F.assign_folds(ids, 5, seed=0) == folds
+    assert F.assign_folds(ids, 5, seed=1) != folds
+    with pytest.raises(ValueError):
+        F.assign_folds(ids, 1)
+
+
+def test_subset_keeps_nesting():
+    data = [{"title": "t", "paragraphs": [{"context": "c", "qas": [{"id": "a-1"}, {"id": "b-1"}]},
+                                          {"context": "d", "qas": [{"id": "c-1"}]}]}]
+    out = F.subset(data, {"b-1"})
+    assert out == [{"title": "t", "paragraphs": [{"context": "c", "qas": [{"id": "b-1"}]}]}]
+
+
+@pytest.fixture(scope="module")
+def qa(tiny_qa_dir):
+    return load_qa_model(tiny_qa_dir, device="cpu", dtype="float32")
+
+
+def test_feature_labels_map_answers_to_tokens_and_unanswerable_to_cls(qa):
+    model, tok = qa
+    qs = ["Who led the raiders?", "Where is Normandy?", "What is a house?"]
+    ans = [[{"text": "Rollo", "answer_start": CTX.index("Rollo")}],
+           [{"text": "France", "answer_start": CTX.index("France")}], []]
+    f = F.prepare_features(tok, qs, [CTX] * 3, ans, max_length=48, doc_stride=16)
+    n = len(f["example"])
+    assert n > 3, "the long context must overflow into several windows"
+    cls = 0 if tok.cls_token_id not in f["input_ids"][0] else list(f["input_ids"][0]).index(tok.cls_token_id)
+    for i in range(n):
+        ex, s, e = int(f["example"][i]), int(f["start_positions"][i]), int(f["end_positions"][i])
+        span = tok.decode(f["input_ids"][i][s:e + 1]).strip()
+        if ex == 2:
+            assert (s, e) == (cls, cls), "unanswerable -> CLS"
+        elif (s, e) != (cls, cls):
+            assert span == ["Rollo", "France"][ex]
+    # each answerable question has at least one window holding its answer
+    for ex, text in ((0, "Rollo"), (1, "France")):
+        hits = [i for i in range(n) if f["example"][i] == ex and f["start_positions"][i] != cls]
+        assert hits, text
+    assert f["input_ids"].shape[1] <= 48
+
+
+def test_training_reduces_loss(tiny_qa_dir):
+    import torch
+
+    model, tok = load_qa_model(tiny_qa_dir, device="cpu", dtype="float32")
+    qs = ["Who led the raiders?", "What is a house?"] * 4
+    ans = [[{"text": "Rollo", "answer_start": CTX.index("Rollo")}], []] * 4
+    f = F.prepare_features(tok, qs, [CTX] * 8, ans, max_length=64, doc_stride=16)
+
+    def loss():
+        with torch.no_grad():
+            model.eval()
+            return float(model(**F._batch(model, f, slice(None), "cpu")).loss)
+
+    before = loss()
+    losses = F.train(model, f, epochs=5, learning_rate=1e-3, batch_size=64, seed=0)
+    assert len(losses) == 5
+    assert loss() < before - 0.1
+
+
+def test_run_fold_and_means(tiny_qa_dir, tmp_path):
+    data = [{"title": "N", "paragraphs": [{"context": CTX, "qas": [
+        {"id": f"q{g}-{v}", "question": q, "answers": a, "is_impossible": not a}
+        for g, (q, a) in enumerate([("Who led the raiders?", [{"text": "Rollo", "answer_start": CTX.index("Rollo")}]),
+                                    ("Where is Normandy?", [{"text": "France", "answer_start": CTX.index("France")}]),
+                                    ("What is a house?", []), ("Who gave their name?", [{"text": "The Normans", "answer_start": 0}])])
+        for v in (1, 2)]}]}]
+    ft = dict(folds=2, seed=0, epochs=1, batch_size=4, learning_rate=1e-3, max_length=64, doc_stride=16)
+    qa = dict(device="cpu", batch_size=8, max_answer_len=30, null_threshold=0.0)
+    rows = F.run_fold(tiny_qa_dir, data, 0, ft, qa)
+    assert [r["split"] for r in rows] == ["base", "finetuned"]
+    assert rows[0]["n"] == rows[1]["n"] == 4
+    both = rows + [{**r, "fold": 1} for r in rows]
+    out = F.with_means(both)
+    means = [r for r in out if r["fold"] == "mean"]
+    assert [m["split"] for m in means] == ["base", "finetuned"]
+    assert means[0]["n"] == 8 and means[0]["f1"] == pytest.approx(rows[0]["f1"])
