@@ -147,6 +147,9 @@ class LMScorer:
             self._head is not None and self._base is not None and self._base is not self.model
             and not any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in _SPECIAL_LOGIT_ATTRS))
         self._auto_bs = None  # batch size found by the OOM backoff
+        self._attn_impl = getattr(cfg, "_attn_implementation", None) or "eager"
+        self._tree_attention = self._attn_impl in ("sdpa", "eager")
+        self._tries: dict = {}
         self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
                           forward_tokens=0, padded_tokens=0, oom_backoffs=0, seconds=0.0)
         torch.set_grad_enabled(False)
@@ -307,21 +310,29 @@ class LMScorer:
         # Longest first (so an OOM shows up on the first batch); ties broken by content.
         singles.sort(key=lambda r: (-len(r.tokens), r.tokens))
         self._batched(singles, lambda b: self._run_batch(b, out), weight=lambda r: 1)
-        # Groups longest first; a batch of groups uses the shortest of their prefix lengths
-        # (every member's scored positions stay in the suffix).
-        groups.sort(key=lambda g: GROUP_ORDER(g))
+        # Tree attention: a group is one sequence (its trie), batched by sequences, largest
+        # tries first (least padding). KV-cache path: groups longest first; a batch of groups
+        # uses the shortest of their prefix lengths (scored positions stay in the suffix).
+        tree = self._tree_attention
+        if tree:
+            groups.sort(key=lambda g: (-len(self._trie(g[1])[0]), g[1][0].tokens))
+        else:
+            groups.sort(key=lambda g: GROUP_ORDER(g))
         unshared = lambda b: self._batched(  # noqa: E731
             [r for _, g in b for r in g], lambda x: self._run_batch(x, out), weight=lambda r: 1)
         try:
             self._batched(groups, lambda b: self._run_shared(min(p for p, _ in b),
                                                              [g for _, g in b], out),
-                          weight=lambda g: len(g[1]), fallback=unshared)
+                          weight=(lambda g: 1) if tree else (lambda g: len(g[1])),
+                          fallback=unshared)
         except (AttributeError, NotImplementedError, TypeError) as exc:
             # A model whose cache cannot be reused this way: score those rows unshared.
             log.warning("prefix sharing unsupported by this model (%s); disabled", exc)
             self.share_prefix = False
             unshared([g for g in groups if any(out[u] is None for r in g[1]
                                                for u, _, _ in r.members)])
+        finally:
+            self._tries.clear()
         return out  # type: ignore[return-value]
 
     def _batched(self, units, fn, weight, fallback=None) -> None:
@@ -397,6 +408,79 @@ class LMScorer:
         self.stats["padded_tokens"] += width * len(batch)
 
     def _run_shared(self, plen: int, groups: list[list[_Row]], out) -> None:
+        """Groups of rows sharing token prefixes, in ONE forward pass (tree attention): each
+        group becomes one sequence holding the trie of its rows (every shared token once), with
+        a 4-D mask letting each token attend to its ancestors and itself and position ids =
+        depth; models without 4-D mask support use the KV-cache path."""
+        if not self._tree_attention:
+            return self._run_shared_kv(plen, groups, out)
+        import numpy as np
+        import torch
+
+        tries = [self._trie(g) for g in groups]
+        members = [r for g in groups for r in sorted(g, key=lambda r: r.tokens)]
+        B, T = len(tries), max(len(t[0]) for t in tries)
+        ids = torch.full((B, T), self.pad_token_id, dtype=torch.long)
+        pos = torch.zeros((B, T), dtype=torch.long)
+        end = torch.arange(1, T + 1).repeat(B, 1)  # padding: attends to itself only
+        posmap = []
+        for b, (toks, depth, ends, gpaths) in enumerate(tries):
+            n = len(toks)
+            ids[b, :n] = torch.tensor(toks, dtype=torch.long)
+            pos[b, :n] = torch.tensor(depth, dtype=torch.long)
+            end[b, :n] = torch.tensor(ends, dtype=torch.long)
+            posmap.extend((b, path) for path in gpaths)
+        # Nodes are in depth-first pre-order: key j is an ancestor-or-self of query i
+        # iff j <= i < end[j] (end = one past j's subtree).
+        qi = torch.arange(T)[:, None]
+        allow = (torch.arange(T)[None, :] <= qi)[None] & (qi[None] < end[:, None, :])
+        if self._attn_impl == "sdpa":
+            mask = allow[:, None]
+        else:  # additive mask (eager attention)
+            mask = torch.zeros((B, 1, T, T), dtype=self.dtype)
+            mask.masked_fill_(~allow[:, None], torch.finfo(self.dtype).min)
+        hidden = self._base_call(ids.to(self.device), attention_mask=mask.to(self.device),
+                                 position_ids=pos.to(self.device),
+                                 use_cache=False).last_hidden_state
+        self._accumulate(hidden, members, 0, out, posmap=posmap)
+        self.stats["batches"] += 1
+        self.stats["shared_groups"] += len(groups)
+        self.stats["forward_tokens"] += sum(len(t[0]) for t in tries)
+        self.stats["padded_tokens"] += B * T
+
+    def _trie(self, rows: list[_Row]):
+        """Token trie of rows (memoised per call): node tokens, depths, subtree ends and each
+        row's node path, nodes numbered in depth-first pre-order (rows inserted sorted)."""
+        got = self._tries.get(id(rows))
+        if got is not None and got[0] is rows:
+            return got[1]
+        toks: list[int] = []
+        depth: list[int] = []
+        parent: list[int] = []
+        child: dict[tuple[int, int], int] = {}
+        paths = []
+        for r in sorted(rows, key=lambda r: r.tokens):
+            node, path = -1, []
+            for t in r.tokens:
+                n = child.get((node, t))
+                if n is None:
+                    n = child[(node, t)] = len(toks)
+                    toks.append(t)
+                    depth.append(len(path))
+                    parent.append(node)
+                path.append(n)
+                node = n
+            paths.append(path)
+        ends = list(range(1, len(toks) + 1))
+        for i in range(len(toks) - 1, -1, -1):
+            p = parent[i]
+            if p >= 0 and ends[i] > ends[p]:
+                ends[p] = ends[i]
+        res = (toks, depth, ends, paths)
+        self._tries[id(rows)] = (rows, res)
+        return res
+
+    def _run_shared_kv(self, plen: int, groups: list[list[_Row]], out) -> None:
         """Groups of rows sharing their first ``plen`` tokens: the prefixes run once (KV cache),
         then every member's suffix runs on its group's cached prefix."""
         import torch
@@ -420,16 +504,21 @@ class LMScorer:
                                                                  for r in members)
         self.stats["padded_tokens"] += plen * len(groups) + width * len(members)
 
-    def _accumulate(self, hidden, batch: list[_Row], offset: int, out) -> None:
-        """Log-probs of the members' targets from hidden states (row b, position - offset)."""
+    def _accumulate(self, hidden, batch: list[_Row], offset: int, out, posmap=None) -> None:
+        """Log-probs of the members' targets from hidden states (row b, position - offset;
+        with ``posmap``, row i's position p is at hidden[posmap[i][0], posmap[i][1][p]])."""
         import torch
 
         bi, ti, tgt, owner = [], [], [], []
         for b, r in enumerate(batch):
+            hb, hp = posmap[b] if posmap is not None else (b, None)
             for u, start, targets in r.members:
                 n = len(targets)
-                bi.extend([b] * n)
-                ti.extend(range(start - offset, start - offset + n))
+                bi.extend([hb] * n)
+                if hp is None:
+                    ti.extend(range(start - offset, start - offset + n))
+                else:
+                    ti.extend(hp[start:start + n])
                 tgt.extend(targets)
                 owner.extend([(u, n)] * n)
         picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
