@@ -35,10 +35,12 @@ import zstandard
 
 from csbench.contamination import corpus as C
 from csbench.contamination.items import extract
+from csbench.contamination import fastscan
 from csbench.contamination.scan import ProbeIndex, Scanner
 from csbench.text import fold
 
 N = 13
+HAVE_KERNEL = fastscan.available()
 DOC_CHARS = 64_000
 
 
@@ -129,10 +131,10 @@ def generate(out: Path, target: int, wg: pd.DataFrame, ww: pd.DataFrame, seed: i
 
 
 def _scan_file(args):
-    path, probes = args
+    path, probes, engine = args
     idx = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
     t0 = time.process_time()
-    s = Scanner(idx).scan(C.iter_documents((path, 0, -1), "jsonl", "text", "id"))
+    s = Scanner(idx, engine=engine).scan(C.iter_documents((path, 0, -1), "jsonl", "text", "id"))
     cpu = time.process_time() - t0
     return path, s.table(), dict(s.stats(), cpu_s=cpu)
 
@@ -142,43 +144,20 @@ def brute_exact(doc: str, texts: list[str]) -> set[int]:
     return {i for i, t in enumerate(texts) if " " + t + " " in f}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--out", default="/tmp/c7_corpus")
-    ap.add_argument("--gb", type=float, default=2.0)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--winogrande", default="/work/shared/mirror/winogrande/dev.jsonl")
-    ap.add_argument("--winowhat", default="/work/shared/mirror/winowhat/WinoWhat.csv")
-    ap.add_argument("--sample-mb", type=float, default=200)
-    ap.add_argument("--baseline-mb", type=float, default=20)
-    ap.add_argument("--brute-docs", type=int, default=2000)
-    ap.add_argument("--report", default="/tmp/c7_bench.json")
-    ap.add_argument("--reuse", action="store_true", help="reuse an existing generated corpus")
-    a = ap.parse_args()
-    out = Path(a.out)
-    from csbench.data import winogrande as wgmod, winowhat as wwmod
-    from csbench.winowhat.items import align_winowhat
-
-    wg = wgmod.normalise("dev", {"dev.jsonl": Path(a.winogrande)})
-    ww = align_winowhat(wg, wwmod.normalise("winowhat", {"WinoWhat.csv": Path(a.winowhat)}))
-    report: dict = {}
-    t = time.time()
-    if a.reuse and (out / "manifest.json").exists():
-        gen = json.loads((out / "manifest.json").read_text())
-    else:
-        gen = generate(out, int(a.gb * 1e9), wg, ww)
-        (out / "manifest.json").write_text(json.dumps(gen))
-        report["generate_s"] = round(time.time() - t, 1)
-    files = [str(out / f) for f in gen["files"]]
-    report["disk_bytes"] = sum(os.path.getsize(f) for f in files)
-    probes = extract("winogrande_dev", wg)
-
+def correctness(a, files: list[str], gen: dict, probes: pd.DataFrame, report: dict) -> None:
+    """Full scan of every file (``--jobs`` processes) and the brute-force checks."""
     # -- full scan, correctness --------------------------------------------------------------
     t = time.time()
     with ProcessPoolExecutor(a.jobs) as ex:
-        res = list(ex.map(_scan_file, [(f, probes) for f in files]))
+        res = list(ex.map(_scan_file, [(f, probes, "auto") for f in files]))
     report["scan_wall_s"] = round(time.time() - t, 1)
     table = pd.concat([r[1] for r in res], ignore_index=True)
+    if HAVE_KERNEL:   # the whole corpus again with the numpy path: tables must be identical
+        with ProcessPoolExecutor(a.jobs) as ex:
+            res_np = list(ex.map(_scan_file, [(f, probes, "numpy") for f in files]))
+        table_np = pd.concat([r[1] for r in res_np], ignore_index=True)
+        report["full_scan_numba_equals_numpy"] = bool(table.astype(str).equals(table_np.astype(str)))
+        report["per_file_numpy"] = {Path(r[0]).name: r[2] for r in res_np}
     report["text_bytes"] = sum(r[2]["bytes"] for r in res)
     report["documents"] = sum(r[2]["documents"] for r in res)
     report["per_file"] = {Path(r[0]).name: r[2] for r in res}
@@ -218,8 +197,12 @@ def main():
     tw = [set(tuple(t.split()[j:j + N]) for j in range(len(t.split()) - N + 1)) for t in ftexts]
     idx = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
     mism = 0
+    engine_mism = 0
     for doc_id, text in sample.items():
         t2 = Scanner(idx).scan([(doc_id, text.encode())]).table()
+        if HAVE_KERNEL:   # the compiled kernel and the numpy path must agree exactly
+            t3 = Scanner(idx, engine="numpy").scan([(doc_id, text.encode())]).table()
+            engine_mism += not t2.astype(str).equals(t3.astype(str))
         lib_exact = {(r.item_id, r.probe) for r in t2[(t2.method == "exact") & (t2.probe != "parts")].itertuples()}
         bf_exact = {(full.item_id[i], full.probe[i]) for i in brute_exact(text, ftexts)
                     if len(ftexts[i].split()) >= 8}
@@ -232,6 +215,52 @@ def main():
         mism += (lib_exact != bf_exact) + (lib_ng != bf_ng)
     report["brute_force_docs"] = len(sample)
     report["brute_force_mismatches"] = mism
+    report["engine"] = "numba" if HAVE_KERNEL else "numpy"
+    report["numba_vs_numpy_table_mismatches"] = engine_mism if HAVE_KERNEL else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", default="/tmp/c7_corpus")
+    ap.add_argument("--gb", type=float, default=2.0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--winogrande", default="/work/shared/mirror/winogrande/dev.jsonl")
+    ap.add_argument("--winowhat", default="/work/shared/mirror/winowhat/WinoWhat.csv")
+    ap.add_argument("--sample-mb", type=float, default=200)
+    ap.add_argument("--baseline-mb", type=float, default=20)
+    ap.add_argument("--brute-docs", type=int, default=2000)
+    ap.add_argument("--report", default="/tmp/c7_bench.json")
+    ap.add_argument("--reuse", action="store_true", help="reuse an existing generated corpus")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating throughput rounds")
+    ap.add_argument("--skip-correctness", action="store_true",
+                    help="throughput only (needs a generated corpus)")
+    a = ap.parse_args()
+    out = Path(a.out)
+    from csbench.data import winogrande as wgmod, winowhat as wwmod
+    from csbench.winowhat.items import align_winowhat
+
+    wg = wgmod.normalise("dev", {"dev.jsonl": Path(a.winogrande)})
+    ww = align_winowhat(wg, wwmod.normalise("winowhat", {"WinoWhat.csv": Path(a.winowhat)}))
+    report: dict = {}
+    t = time.time()
+    if a.reuse and (out / "manifest.json").exists():
+        gen = json.loads((out / "manifest.json").read_text())
+    else:
+        gen = generate(out, int(a.gb * 1e9), wg, ww)
+        (out / "manifest.json").write_text(json.dumps(gen))
+        report["generate_s"] = round(time.time() - t, 1)
+    files = [str(out / f) for f in gen["files"]]
+    report["disk_bytes"] = sum(os.path.getsize(f) for f in files)
+    probes = extract("winogrande_dev", wg)
+
+    if not a.skip_correctness:
+        correctness(a, files, gen, probes, report)
+    full = probes[probes.kind == "full"].reset_index(drop=True)
+    grams = {}     # the pure-Python baseline's set of benchmark 13-grams
+    for i, t in enumerate(fold(t) for t in full.text):
+        w = t.split()
+        for j in range(len(w) - N + 1):
+            grams.setdefault(tuple(w[j:j + N]), i)
 
     # -- throughput, one process -------------------------------------------------------------
     plain = files[0]
@@ -265,19 +294,39 @@ def main():
                 break
             nbytes += len(b)
     tp["read_zstd_MBps"] = nbytes / 1e6 / (time.process_time() - t)
-    t = time.process_time()
-    nbytes = sum(len(x) for _, x in docs(limit))
-    tp["read_parse_jsonl_MBps"] = nbytes / 1e6 / (time.process_time() - t)
     idx = ProbeIndex(probes, n=N, min_words=8, methods=("ngram",))
-    t = time.process_time()
-    s = Scanner(idx).scan(docs(limit))
-    cpu = time.process_time() - t
-    tp["ngram_scan_end_to_end_MBps"] = s.bytes / 1e6 / cpu
-    tp["ngram_scan_batches_only_MBps"] = s.bytes / 1e6 / s.seconds   # without reading, parsing, normalising
     idx2 = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
-    t = time.process_time()
-    s2 = Scanner(idx2).scan(docs(limit))
-    tp["exact_plus_ngram_end_to_end_MBps"] = s2.bytes / 1e6 / (time.process_time() - t)
+    engines = ["numba", "numpy"] if HAVE_KERNEL else ["numpy"]
+    runs: dict[str, list[float]] = {}
+    parsers = [("read_parse_jsonl_json_MBps", None)]    # None: json.loads (the old input side)
+    if C._fast_loads is not None:
+        parsers.insert(0, ("read_parse_jsonl_orjson_MBps", C._fast_loads))
+    for _ in range(a.rounds):    # alternate the variants so that machine load hits them alike
+        for name, parser in parsers:
+            saved, C._fast_loads = C._fast_loads, parser
+            try:
+                t = time.process_time()
+                nbytes = sum(len(x) for _, x in docs(limit))
+                runs.setdefault(name, []).append(nbytes / 1e6 / (time.process_time() - t))
+            finally:
+                C._fast_loads = saved
+        for eng in engines:
+            t = time.process_time()
+            s = Scanner(idx, engine=eng).scan(docs(limit))
+            cpu = time.process_time() - t
+            runs.setdefault(f"ngram_scan_end_to_end_{eng}_MBps", []).append(s.bytes / 1e6 / cpu)
+            # without reading, parsing, normalising
+            runs.setdefault(f"ngram_scan_batches_only_{eng}_MBps", []).append(
+                s.bytes / 1e6 / s.seconds)
+            t = time.process_time()
+            s2 = Scanner(idx2, engine=eng).scan(docs(limit))
+            runs.setdefault(f"exact_plus_ngram_end_to_end_{eng}_MBps", []).append(
+                s2.bytes / 1e6 / (time.process_time() - t))
+    for k, v in runs.items():     # median over rounds; every round kept in the report
+        tp[k] = float(sorted(v)[len(v) // 2])
+        report.setdefault("throughput_rounds", {})[k] = [round(x, 1) for x in v]
+    eng = engines[0]
+    tp["ngram_scan_end_to_end_MBps"] = tp[f"ngram_scan_end_to_end_{eng}_MBps"]
     blimit = int(a.baseline_mb * 1e6)
     t = time.process_time()
     nb = 0
@@ -290,11 +339,18 @@ def main():
                 hits += 1
     tp["pure_python_set_lookup_MBps"] = nb / 1e6 / (time.process_time() - t)
     tp["speedup_vs_pure_python"] = tp["ngram_scan_end_to_end_MBps"] / tp["pure_python_set_lookup_MBps"]
+    if HAVE_KERNEL:
+        tp["speedup_numba_vs_numpy_end_to_end"] = (tp["ngram_scan_end_to_end_numba_MBps"]
+                                                   / tp["ngram_scan_end_to_end_numpy_MBps"])
+    if C._fast_loads is not None:
+        tp["ngram_end_to_end_share_of_read_parse"] = (tp["ngram_scan_end_to_end_MBps"]
+                                                      / tp["read_parse_jsonl_orjson_MBps"])
     tp["sample_MB"] = s.bytes / 1e6
     tp["baseline_MB"] = nb / 1e6
     report["throughput_one_core"] = {k: round(v, 2) for k, v in tp.items()}
     Path(a.report).write_text(json.dumps(report, indent=1, default=str))
-    print(json.dumps({k: v for k, v in report.items() if k != "per_file"}, indent=1, default=str))
+    print(json.dumps({k: v for k, v in report.items() if not k.startswith("per_file")}, indent=1,
+                     default=str))
 
 
 if __name__ == "__main__":

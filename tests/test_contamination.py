@@ -11,6 +11,7 @@ import pytest
 import zstandard
 
 from csbench.contamination import corpus as C
+from csbench.contamination import fastscan
 from csbench.contamination import hashing as H
 from csbench.contamination.effect import effect
 from csbench.contamination.gather import gather, summary
@@ -244,3 +245,80 @@ def test_workflow_plan_on_demo_config(repo, monkeypatch):
     assert f"results/contamination/scan/books/semantic/0.parquet" in plan.shard_outputs("books")
     assert "results/contamination/summary.tsv" in plan.targets()
     assert "results/contamination/effect.tsv" not in plan.targets()   # winowhat task not on
+
+
+def _engine_docs():
+    filled = SENT.replace("_", "Maria")
+    rng = np.random.default_rng(7)
+    vocab = filled.lower().rstrip(".").split() + ["Café", "naïve", "ＦＵＬＬ", "—", "x_y", "3.5%"]
+    docs = [("plain", f"Intro. {filled} outro".encode()),
+            ("upper", filled.upper().encode()),
+            ("unicode", f"“{filled}” — Café\u00a0au lait ﬁne".encode()),
+            ("empty", b""), ("seps", b" ,.;\n\t "),
+            ("longword", (b"a" * 5000 + b" " + filled.encode() + b" " + b"b" * 300)),
+            ("twin", SENT.replace("_", "Sarah").encode() * 3)]
+    for i in range(40):    # random word soup with planted pieces, so hits fall anywhere
+        words = rng.choice(vocab, size=int(rng.integers(0, 120))).tolist()
+        if i % 3 == 0:
+            words.insert(int(rng.integers(0, len(words) + 1)), filled)
+        docs.append((f"r{i}", " ".join(words).encode()))
+    return docs
+
+
+@pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")
+@pytest.mark.parametrize("methods", [("exact", "ngram"), ("ngram",), ("exact",)])
+@pytest.mark.parametrize("batch", [64, 1 << 18])
+def test_numba_kernel_matches_numpy_path(methods, batch):
+    docs = _engine_docs()
+    idx = ProbeIndex(probes(), n=13, min_words=4, methods=methods)
+    fast = Scanner(idx, batch_bytes=batch, engine="numba")
+    slow = Scanner(idx, batch_bytes=batch, engine="numpy")
+    assert fast.engine == "numba" and slow.engine == "numpy"
+    fast.scan(docs)
+    slow.scan(docs)
+    pd.testing.assert_frame_equal(fast.table(), slow.table())
+    assert not fast.table().empty
+    assert fast.candidates == slow.candidates
+    assert (fast.bytes, fast.docs) == (slow.bytes, slow.docs)
+
+
+@pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")
+def test_numba_kernel_many_matches_and_short_n():
+    filled = SENT.replace("_", "Maria").encode()
+    docs = [("big", b" ".join([filled] * 3000))]    # more matches than the kernel's first buffer
+    for n, mw in [(13, 4), (5, 3), (2, 1)]:
+        idx = ProbeIndex(probes(), n=n, min_words=mw)
+        t1 = Scanner(idx, engine="numba").scan(docs).table()
+        t2 = Scanner(idx, engine="numpy").scan(docs).table()
+        pd.testing.assert_frame_equal(t1, t2)
+
+
+def test_scan_engine_fallback(monkeypatch):
+    monkeypatch.setenv("CSBENCH_NUMBA", "0")
+    assert not fastscan.available()
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    assert Scanner(idx).engine == "numpy"
+    with pytest.raises(RuntimeError, match="numba"):
+        Scanner(idx, engine="numba")
+    with pytest.raises(ValueError, match="engine"):
+        Scanner(idx, engine="gpu")
+    filled = SENT.replace("_", "Maria")
+    t = Scanner(idx).scan([("a", filled.encode())]).table()
+    assert t[(t.method == "exact") & (t.probe == "option2")]["count"].tolist() == [1]
+
+
+def test_jsonl_parsing_matches_json(tmp_path, monkeypatch):
+    """orjson parses the lines; what it rejects but json accepts (NaN, huge integers) still
+    parses, and invalid JSON is still an InputError naming file and line."""
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"text": "a\\u00e9b", "id": 1}\n{"text": "x", "score": NaN, "id": 2}\n'
+                 '{"text": "y", "id": 123456789012345678901234567890}\n\n'
+                 '{"text": "\\ud83d\\ude00 ok", "id": "s"}\n')
+    got = list(C.iter_documents((str(p), 0, -1), "jsonl", "text", "id"))
+    monkeypatch.setattr(C, "_fast_loads", None)
+    want = list(C.iter_documents((str(p), 0, -1), "jsonl", "text", "id"))
+    assert got == want and len(got) == 4 and got[0] == ("1", "aéb".encode())
+    monkeypatch.undo()
+    p.write_text('{"text": "ok"}\n{"text": "ok",}\n')
+    with pytest.raises(InputError, match=r"c.jsonl:2.*invalid JSON"):
+        list(C.iter_documents((str(p), 0, -1), "jsonl"))

@@ -18,6 +18,13 @@ from typing import Iterator
 
 from ..errors import InputError
 
+try:
+    import orjson
+
+    _fast_loads = orjson.loads
+except ImportError:  # pragma: no cover - orjson is in the pinned environment
+    _fast_loads = None
+
 FORMATS = ("jsonl", "parquet", "text")
 COMPRESSED = (".gz", ".zst")
 READ_BLOCK = 1 << 22
@@ -126,15 +133,25 @@ def iter_documents(piece: tuple[str, int, int], fmt: str, text_field: str = "tex
         return
     if fmt != "jsonl":
         raise InputError(path, f"unknown corpus format {fmt!r} (expected one of {FORMATS})")
-    loads = json.loads
+    fast = _fast_loads
     for pos, lineno, line in _lines(path, start, end):
         if not line.strip():
             continue
         try:
-            rec = loads(line)
-        except ValueError as exc:
-            where = lineno if lineno is not None else None
-            raise InputError(path, f"invalid JSON at byte {pos} ({exc})", where) from None
+            # orjson parses ~1.5x faster; what it rejects (NaN literals, lone surrogates ...) is
+            # parsed again by json, so results and errors are json's; so is a record whose id
+            # is a float (orjson reads integers beyond 64 bits as floats, json as int)
+            rec = fast(line) if fast is not None else json.loads(line)
+            if id_field and isinstance(rec, dict) and isinstance(rec.get(id_field), float):
+                rec = None
+        except ValueError:
+            rec = None
+        if rec is None:
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                where = lineno if lineno is not None else None
+                raise InputError(path, f"invalid JSON at byte {pos} ({exc})", where) from None
         if not isinstance(rec, dict) or text_field not in rec:
             raise InputError(path, f"record at byte {pos} has no field {text_field!r}", lineno)
         text = rec[text_field]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import fastscan
 from . import hashing as H
 
 log = logging.getLogger(__name__)
@@ -125,9 +126,19 @@ class ProbeResult:
 class Scanner:
     """Scan document batches against a :class:`ProbeIndex`; collect per-probe results."""
 
-    def __init__(self, index: ProbeIndex, batch_bytes: int = 1 << 18):
+    def __init__(self, index: ProbeIndex, batch_bytes: int = 1 << 18, engine: str = "auto"):
+        """``engine``: ``auto`` (the compiled kernel of :mod:`.fastscan` when numba works, else
+        numpy), ``numba`` (error without it) or ``numpy``. Both give identical results."""
         self.index = index
         self.batch_bytes = batch_bytes
+        if engine not in ("auto", "numba", "numpy"):
+            raise ValueError(f"unknown scan engine {engine!r}")
+        use = engine == "numba" or (engine == "auto" and fastscan.available())
+        if engine == "numba" and not fastscan.available():
+            raise RuntimeError("scan engine 'numba' requested but the numba kernel is unavailable")
+        self.kernel = (fastscan.KernelIndex(index.lengths, index.keys, TABLE_BITS)
+                       if use and index.lengths else None)
+        self.engine = "numba" if self.kernel is not None else "numpy"
         self.results: dict[int, ProbeResult] = defaultdict(ProbeResult)
         self.parts_ev: dict[tuple, Evidence] = {}
         self.parts_count: dict[tuple, int] = defaultdict(int)
@@ -141,18 +152,61 @@ class Scanner:
         ids: list[str] = []
         bufs: list[bytes] = []
         size = 0
+        fast = self.kernel is not None
+        norm = H.normalise_bytes
+        batch = self._batch_kernel if fast else self._batch
+        limit = self.batch_bytes
+        nbytes = ndocs = 0
         for doc_id, text in documents:
-            self.bytes += len(text)
-            self.docs += 1
+            n = len(text)
+            nbytes += n
+            ndocs += 1
             ids.append(doc_id)
-            bufs.append(H.normalise_bytes(text))
-            size += len(text) + 1
-            if size >= self.batch_bytes:
-                self._batch(ids, bufs)
+            # the kernel lower-cases ASCII itself; only non-ASCII text needs normalising first
+            bufs.append(text if fast and text.isascii() else norm(text))
+            size += n + 1
+            if size >= limit:
+                batch(ids, bufs)
                 ids, bufs, size = [], [], 0
         if bufs:
-            self._batch(ids, bufs)
+            batch(ids, bufs)
+        self.bytes += nbytes
+        self.docs += ndocs
         return self
+
+    def _batch_kernel(self, ids: list[str], bufs: list[bytes]) -> None:
+        """The compiled path: one kernel call finds the matches; only the documents with
+        matches are tokenised again (numpy) for verification and evidence."""
+        t0 = time.process_time()
+        buf = b"\n".join(bufs)
+        lens = np.fromiter((len(b) + 1 for b in bufs), dtype=np.int64, count=len(bufs))
+        doc_end = np.cumsum(lens)
+        doc_start = doc_end - lens
+        ks, slots, js, ncand, wstart = self.kernel.scan(buf, doc_start, doc_end - 1)
+        self.candidates += int(ncand)
+        if len(ks):
+            idx = self.index
+            # a mini-batch of the documents with matches, word indices mapped into it
+            kdoc = np.searchsorted(wstart, ks, side="right") - 1
+            docs = np.unique(kdoc).tolist()
+            sub = [bufs[d].lower() for d in docs]
+            sub_buf = b"\n".join(sub)
+            sub_lens = np.fromiter((len(b) + 1 for b in sub), dtype=np.int64, count=len(sub))
+            sub_start = np.cumsum(sub_lens) - sub_lens
+            starts, ends, _ = H.tokenise(sub_buf)
+            word_doc = np.searchsorted(sub_start, starts, side="right") - 1
+            sub_wstart = np.searchsorted(word_doc, np.arange(len(docs)), side="left")
+            shift = dict(zip(docs, (sub_wstart - wstart[docs]).tolist()))
+            order = np.lexsort((ks, slots))        # as the numpy path: by length, then position
+            hits = []
+            for k, sl, jj, d in zip(ks[order].tolist(), slots[order].tolist(),
+                                    js[order].tolist(), kdoc[order].tolist()):
+                L = idx.lengths[sl]
+                _, bounds, probe, pos = idx.keys[L]
+                for r in range(bounds[jj], bounds[jj + 1]):
+                    hits.append((int(probe[r]), int(pos[r]), k + shift[d], L))
+            self._record(hits, sub_buf, starts, ends, word_doc, sub_start, [ids[d] for d in docs])
+        self.seconds += time.process_time() - t0
 
     def _batch(self, ids: list[str], bufs: list[bytes]) -> None:
         t0 = time.process_time()

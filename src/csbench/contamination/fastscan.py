@@ -1,0 +1,219 @@
+"""Compiled (numba) hot path of the lexical scan: one pass over a batch's bytes.
+
+For each document range of a batch buffer the kernel lower-cases ASCII on the fly, splits words
+with the same classes as :mod:`.hashing` (ASCII letters/digits and non-ASCII bytes), hashes each
+word exactly as :func:`.hashing.tokenise` does, keeps a rolling hash of the last L words for each
+looked-up length L (exactly :func:`.hashing.ngram_hashes`), and looks every n-gram up in a packed
+bit table and then by binary search in the sorted probe keys. It returns only the matches
+(start word, length slot, key index), so nothing per word is materialised. n-grams never cross a
+document boundary (the rolling state restarts at each document).
+
+Non-ASCII documents are normalised in Python first (:func:`.hashing.normalise_bytes`); the kernel
+then sees the same bytes the numpy path sees, so results are identical. Without numba (not
+installed, fails to compile, or ``CSBENCH_NUMBA=0``) :func:`available` is False and the scanner
+keeps its numpy path. Compiled code is cached on disk (``cache=True``), so the compile cost (a few
+seconds) is paid once per installation, not per job.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+
+from . import hashing as H
+
+log = logging.getLogger(__name__)
+
+try:  # pragma: no cover - exercised when numba is installed
+    import numba
+except Exception:  # noqa: BLE001 - any import failure means: use the numpy path
+    numba = None
+
+BYTE_POWS = 4096             # P_BYTE**j from a table for words up to this many bytes (a power of 2)
+
+_LOWER = np.arange(256, dtype=np.uint8)
+_LOWER[ord("A"):ord("Z") + 1] += 32
+_ISWORD = H._WORD_LUT[_LOWER]
+# word bytes: byte value + 1 after lower-casing (as hashing._BYTE_VAL); separators: 0
+_VAL = np.where(_ISWORD, _LOWER.astype(np.uint64) + np.uint64(1), np.uint64(0))
+
+_BYTE_POW_TABLE = np.ones(BYTE_POWS, dtype=np.uint64)
+for _j in range(1, BYTE_POWS):
+    _BYTE_POW_TABLE[_j] = (int(_BYTE_POW_TABLE[_j - 1]) * H.P_BYTE) & 0xFFFFFFFF
+
+
+def _word_hashes(buf, lo, hi, val, byte_pows, hw, k):
+    """Pass 1 over ``buf[lo:hi]``: 32-bit word hashes (low bits of ``hw``) from index k on.
+
+    Branch-free per byte: every byte updates the running hash (reset to 0 by a separator) and
+    writes it at slot k; k advances when a word ends, so the slot keeps the finished hash. Byte
+    powers come from a table; returns (new k, True) or (k, False) if a word was too long for it.
+    """
+    zero = np.uint64(0)
+    h = zero
+    j = 0
+    prevw = 0
+    big = 0
+    for i in range(lo, hi):
+        v = val[buf[i]]
+        w = 1 if v != 0 else 0
+        hw[k] = h
+        k += prevw & (1 - w)
+        h = (h + v * byte_pows[j & (BYTE_POWS - 1)]) & (zero - np.uint64(w))
+        big |= j
+        j = (j + 1) * w
+        prevw = w
+    if prevw:
+        hw[k] = h
+        k += 1
+    return k, big < BYTE_POWS
+
+
+def _word_hashes_long(buf, lo, hi, val, p_byte, hw, k):
+    """Pass 1 as :func:`_word_hashes` with byte powers by multiplication (any word length)."""
+    zero = np.uint64(0)
+    one = np.uint64(1)
+    h = zero
+    p = one
+    prevw = 0
+    for i in range(lo, hi):
+        v = val[buf[i]]
+        w = 1 if v != 0 else 0
+        m = zero - np.uint64(w)
+        hw[k] = h
+        k += prevw & (1 - w)
+        h = (h + v * p) & m
+        p = ((p * p_byte) & m) | (one & ~m)
+        prevw = w
+    if prevw:
+        hw[k] = h
+        k += 1
+    return k
+
+
+def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift, keys, key_off,
+                 val, byte_pows, spread, hw, wstart, out):
+    """Matches of one batch: (start word, length slot, key index) rows written to ``out`` (an
+    (cap, 3) int64 array; rows beyond cap are counted, not written); returns (matches, candidates).
+
+    ``keys[key_off[s]:key_off[s+1]]`` are the sorted unique keys of length ``lengths[s]``;
+    ``word_pows[i]`` = P_WORD**i; ``table`` is the packed pre-filter indexed by ``h >> shift``;
+    ``hw`` has room for a hash per word (len(buf) // 2 + 2); ``wstart`` (length documents + 1)
+    receives each document's first word index.
+    """
+    nd = doc_lo.shape[0]
+    mask32 = np.uint64(0xFFFFFFFF)
+    one = np.uint64(1)
+    k = 0
+    for d in range(nd):                         # pass 1: word hashes, document by document
+        wstart[d] = k
+        k2, ok = _word_hashes(buf, doc_lo[d], doc_hi[d], val, byte_pows, hw, k)
+        if not ok:
+            k2 = _word_hashes_long(buf, doc_lo[d], doc_hi[d], val, byte_pows[1], hw, k)
+        k = k2
+    wstart[nd] = k
+    for q in range(k):                          # spread the 32-bit word hashes over 64 bits
+        hw[q] = (hw[q] & mask32) * spread
+    cap = out.shape[0]
+    nout = 0
+    ncand = 0
+    for s in range(lengths.shape[0]):           # pass 2: rolling n-gram hashes, lookups
+        L = lengths[s]
+        top_pow = word_pows[L - 1]
+        klo = key_off[s]
+        khi = key_off[s + 1]
+        for d in range(nd):
+            a = wstart[d]
+            b = wstart[d + 1]
+            if b - a < L:
+                continue
+            g = np.uint64(0)
+            for q in range(L):
+                g += hw[a + q] * word_pows[q]
+            q = a
+            while True:
+                top = g >> shift
+                if (table[top >> np.uint64(3)] >> (top & np.uint64(7))) & one:
+                    ncand += 1
+                    lo = klo
+                    hi = khi
+                    while lo < hi:
+                        mid = (lo + hi) >> 1
+                        if keys[mid] < g:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    if lo < khi and keys[lo] == g:
+                        if nout < cap:
+                            out[nout, 0] = q
+                            out[nout, 1] = s
+                            out[nout, 2] = lo - klo
+                        nout += 1
+                if q + L >= b:
+                    break
+                g = (g - hw[q]) * inv_word + hw[q + L] * top_pow
+                q += 1
+    return nout, ncand
+
+
+if numba is not None:
+    _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
+    _word_hashes_long = numba.njit(cache=True, nogil=True)(_word_hashes_long)
+_kernel = numba.njit(cache=True, nogil=True)(_scan_kernel) if numba is not None else None
+_STATE: dict[str, bool] = {}
+
+
+class KernelIndex:
+    """The probe keys of a :class:`~csbench.contamination.scan.ProbeIndex` laid out for the kernel."""
+
+    def __init__(self, lengths, keys: dict, table_bits: int):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        if len(self.lengths) and int(self.lengths.min()) < 1:
+            raise ValueError("n-gram lengths must be positive")
+        uniqs = [keys[L][0] for L in lengths]
+        self.keys = (np.concatenate(uniqs) if uniqs else np.zeros(0)).astype(np.uint64)
+        self.key_off = np.concatenate(([0], np.cumsum([len(u) for u in uniqs]))).astype(np.int64)
+        bits = np.zeros(1 << table_bits, dtype=bool)
+        for u in uniqs:
+            bits[(u >> np.uint64(64 - table_bits)).astype(np.int64)] = True
+        self.table = np.packbits(bits, bitorder="little")
+        self.shift = np.uint64(64 - table_bits)
+        m = int(self.lengths.max()) if len(self.lengths) else 1
+        pw, _ = H._WORD_POWERS.get(m)
+        self.word_pows = np.ascontiguousarray(pw[:m], dtype=np.uint64)
+        self.out = np.empty((4096, 3), dtype=np.int64)
+        self.hw = np.empty(0, dtype=np.uint64)
+
+    def scan(self, buf: bytes, doc_lo: np.ndarray, doc_hi: np.ndarray):
+        """(start words, length slots, key indices, candidate count, first word of each
+        document) of one batch buffer."""
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        if len(self.hw) < len(arr) // 2 + 2:
+            self.hw = np.empty(len(arr) // 2 + 2 + (1 << 16), dtype=np.uint64)
+        wstart = np.empty(len(doc_lo) + 1, dtype=np.int64)
+        while True:
+            nout, ncand = _kernel(arr, doc_lo, doc_hi, self.lengths, self.word_pows, H.INV_WORD,
+                                  self.table, self.shift, self.keys, self.key_off, _VAL,
+                                  _BYTE_POW_TABLE, H.P_SPREAD, self.hw, wstart, self.out)
+            if nout <= len(self.out):
+                o = self.out[:nout]
+                return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
+            self.out = np.empty((2 * nout, 3), dtype=np.int64)   # rare: rerun with room
+
+
+def available() -> bool:
+    """True when the compiled kernel can be used (numba present, compiles, not disabled)."""
+    if os.environ.get("CSBENCH_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if "ok" not in _STATE:
+        ok = False
+        if _kernel is not None:
+            try:
+                ki = KernelIndex([2], {2: (np.zeros(1, dtype=np.uint64),)}, 10)
+                ki.scan(b"a b", np.array([0], dtype=np.int64), np.array([3], dtype=np.int64))
+                ok = True
+            except Exception as exc:  # noqa: BLE001 - fall back on any compile/run failure
+                log.warning("numba scan kernel unavailable (%s); using the numpy path", exc)
+        _STATE["ok"] = ok
+    return _STATE["ok"]
