@@ -55,8 +55,9 @@ def _word_hashes(buf, lo, hi, val, byte_pows, hw, k):
     j = 0
     prevw = 0
     big = 0
-    for i in range(lo, hi):
-        v = val[buf[i]]
+    seg = buf[lo:hi]
+    for i in range(seg.shape[0]):               # (indices from 0: no negative-index checks)
+        v = val[seg[i]]
         w = 1 if v != 0 else 0
         hw[k] = h
         k += prevw & (1 - w)
@@ -77,8 +78,9 @@ def _word_hashes_long(buf, lo, hi, val, p_byte, hw, k):
     h = zero
     p = one
     prevw = 0
-    for i in range(lo, hi):
-        v = val[buf[i]]
+    seg = buf[lo:hi]
+    for i in range(seg.shape[0]):
+        v = val[seg[i]]
         w = 1 if v != 0 else 0
         m = zero - np.uint64(w)
         hw[k] = h
@@ -125,14 +127,15 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
         khi = key_off[s + 1]
         for d in range(nd):
             a = wstart[d]
-            b = wstart[d + 1]
-            if b - a < L:
+            m = wstart[d + 1] - a
+            if m < L:
                 continue
+            seg = hw[a:a + m]                   # (indices from 0: no negative-index checks)
             g = np.uint64(0)
             for q in range(L):
-                g += hw[a + q] * word_pows[q]
-            q = a
-            while True:
+                g += seg[q] * word_pows[q]
+            last = m - L
+            for q in range(last + 1):
                 top = g >> shift
                 if (table[top >> np.uint64(3)] >> (top & np.uint64(7))) & one:
                     ncand += 1
@@ -146,14 +149,12 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
                             hi = mid
                     if lo < khi and keys[lo] == g:
                         if nout < cap:
-                            out[nout, 0] = q
+                            out[nout, 0] = a + q
                             out[nout, 1] = s
                             out[nout, 2] = lo - klo
                         nout += 1
-                if q + L >= b:
-                    break
-                g = (g - hw[q]) * inv_word + hw[q + L] * top_pow
-                q += 1
+                if q < last:
+                    g = (g - seg[q]) * inv_word + seg[q + L] * top_pow
     return nout, ncand
 
 
