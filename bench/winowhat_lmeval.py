@@ -117,6 +117,8 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--batch-size", default="32")
+    ap.add_argument("--lmeval-batch-size", default=None,
+                    help="lm-eval's batch size (default: --batch-size), e.g. 64 or auto")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--peak-tflops", type=float, default=None,
                     help="device peak (e.g. 989 for H100 SXM bf16 dense) for MFU")
@@ -138,8 +140,10 @@ def main(argv=None):
         dev_rows = dev_rows[:a.limit]
     bs = a.batch_size if a.batch_size == "auto" else int(a.batch_size)
     ours, secs, stats, scorer, reqs = run_csbench(model_dir, dev_rows, a.device, a.dtype, bs)
+    lbs = a.lmeval_batch_size or a.batch_size
+    lbs = lbs if lbs.startswith("auto") else int(lbs)
     theirs, timing, metrics, (their_ll, their_reqs) = run_lmeval(model_dir, a.dev, a.device,
-                                                                 a.dtype, bs, a.limit)
+                                                                 a.dtype, lbs, a.limit)
     ours_t, theirs_t = [secs], [timing["s"]]
     for _ in range(a.repeats - 1):  # alternate, so background load hits both alike
         ours_t.append(timeit(lambda: scorer.loglikelihood(reqs), a.device))
@@ -155,7 +159,8 @@ def main(argv=None):
     flops = 2 * params * stats["forward_tokens"]
     report = {
         "model": str(model_dir), "shape": a.shape, "params": params, "device": a.device,
-        "dtype": a.dtype, "batch_size": a.batch_size, "items": n, "requests": 2 * n,
+        "dtype": a.dtype, "batch_size": a.batch_size, "lmeval_batch_size": str(lbs),
+        "items": n, "requests": 2 * n,
         "host": platform.node(), "cpu_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "agreement": {"max_abs_diff": max(diffs), "n_over_1e-4": sum(d > 1e-4 for d in diffs),

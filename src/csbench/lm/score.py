@@ -141,6 +141,7 @@ class LMScorer:
         self.pad_token_id = tok.pad_token_id if tok.pad_token_id is not None else 0
         self.model_key = model_fingerprint(model_dir) + ":" + str(self.dtype)
         self.cache = _Cache(cache_dir, self.model_key) if cache_dir else None
+        _fuse_activations(self.model)
         self._head = self.model.get_output_embeddings()
         self._base = getattr(self.model, "base_model", None)
         self._partial_logits = (
@@ -150,6 +151,7 @@ class LMScorer:
         self._attn_impl = getattr(cfg, "_attn_implementation", None) or "eager"
         self._tree_attention = self._attn_impl in ("sdpa", "eager")
         self._tries: dict = {}
+        self._backend_ok: bool | None = None  # backend tokenizer agrees with the wrapper
         self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
                           forward_tokens=0, padded_tokens=0, oom_backoffs=0, seconds=0.0)
         torch.set_grad_enabled(False)
@@ -182,7 +184,9 @@ class LMScorer:
                 context, continuation = context[:-n], context[-n:] + continuation
             pairs.append(len(texts))
             texts += [context, context + continuation]
-        ids = self.tokenizer(texts, **kw)["input_ids"] if texts else []
+        uniq = list(dict.fromkeys(texts))  # tokenise each distinct text once
+        got = dict(zip(uniq, self._tokenize(uniq, kw)))
+        ids = [got[t] for t in texts]
         out, k = [], 0
         for p in pairs:
             if p is None:
@@ -193,6 +197,27 @@ class LMScorer:
                 out.append((ctx, whole[len(ctx):]))
                 k += 2
         return out
+
+    def _tokenize(self, texts: list[str], kw: dict) -> list[list[int]]:
+        """Token ids of texts as ``tokenizer(texts)``; fast tokenizers go straight to their
+        Rust backend (no offsets, no Python wrapping), checked against the wrapper on a sample."""
+        if not texts:
+            return []
+        backend = getattr(self.tokenizer, "_tokenizer", None)
+        fast = getattr(backend, "encode_batch_fast", None)
+        if self._backend_ok is None and fast is not None:
+            sample = texts[:16]
+            try:
+                ok = ([e.ids for e in fast(sample, add_special_tokens=kw.get("add_special_tokens",
+                                                                             True))]
+                      == [list(x) for x in self.tokenizer(sample, **kw)["input_ids"]])
+            except Exception:  # noqa: BLE001 - any surprise: use the wrapper
+                ok = False
+            self._backend_ok = ok
+        if fast is not None and self._backend_ok:
+            return [e.ids for e in fast(texts, add_special_tokens=kw.get("add_special_tokens",
+                                                                         True))]
+        return [list(x) for x in self.tokenizer(texts, **kw)["input_ids"]]
 
     def loglikelihood(self, requests, keys=None) -> list[tuple[float, int]]:
         """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``."""
@@ -297,8 +322,14 @@ class LMScorer:
         return rows
 
     def _score_encoded(self, enc) -> list[tuple[float, int]]:
+        import torch
+
         if not enc:
             return []
+        with torch.inference_mode():
+            return self._score_rows(enc)
+
+    def _score_rows(self, enc) -> list[tuple[float, int]]:
         rows = self._rows(enc)
         self.stats["rows"] += len(rows)
         if self.share_prefix and self._partial_logits:
@@ -420,16 +451,16 @@ class LMScorer:
         tries = [self._trie(g) for g in groups]
         members = [r for g in groups for r in sorted(g, key=lambda r: r.tokens)]
         B, T = len(tries), max(len(t[0]) for t in tries)
-        ids = torch.full((B, T), self.pad_token_id, dtype=torch.long)
-        pos = torch.zeros((B, T), dtype=torch.long)
-        end = torch.arange(1, T + 1).repeat(B, 1)  # padding: attends to itself only
-        posmap = []
+        pad_ids, pad_pos, pad_end, posmap = [], [], [], []
         for b, (toks, depth, ends, gpaths) in enumerate(tries):
-            n = len(toks)
-            ids[b, :n] = torch.tensor(toks, dtype=torch.long)
-            pos[b, :n] = torch.tensor(depth, dtype=torch.long)
-            end[b, :n] = torch.tensor(ends, dtype=torch.long)
+            k = T - len(toks)
+            pad_ids.append(toks + [self.pad_token_id] * k)
+            pad_pos.append(depth + [0] * k)
+            pad_end.append(ends + list(range(len(toks) + 1, T + 1)))  # padding: itself only
             posmap.extend((b, path) for path in gpaths)
+        ids = torch.tensor(pad_ids, dtype=torch.long)
+        pos = torch.tensor(pad_pos, dtype=torch.long)
+        end = torch.tensor(pad_end, dtype=torch.long)
         # Nodes are in depth-first pre-order: key j is an ancestor-or-self of query i
         # iff j <= i < end[j] (end = one past j's subtree).
         qi = torch.arange(T)[:, None]
@@ -457,20 +488,19 @@ class LMScorer:
         toks: list[int] = []
         depth: list[int] = []
         parent: list[int] = []
-        child: dict[tuple[int, int], int] = {}
-        paths = []
+        paths: list[list[int]] = []
+        prev: list[int] = []
         for r in sorted(rows, key=lambda r: r.tokens):
-            node, path = -1, []
-            for t in r.tokens:
-                n = child.get((node, t))
-                if n is None:
-                    n = child[(node, t)] = len(toks)
-                    toks.append(t)
-                    depth.append(len(path))
-                    parent.append(node)
-                path.append(n)
-                node = n
+            # Sorted rows: the tokens after the common prefix with the previous row are new nodes.
+            k = _lcp(prev, r.tokens) if paths else 0
+            path = paths[-1][:k] if paths else []
+            for t in r.tokens[k:]:
+                parent.append(path[-1] if path else -1)
+                depth.append(len(path))
+                path.append(len(toks))
+                toks.append(t)
             paths.append(path)
+            prev = r.tokens
         ends = list(range(1, len(toks) + 1))
         for i in range(len(toks) - 1, -1, -1):
             p = parent[i]
@@ -532,6 +562,19 @@ class LMScorer:
             counts[u] = n
         for u, v in sums.items():
             out[u] = (float(v), counts[u])
+
+
+def _fuse_activations(model) -> None:
+    """Swap transformers' Python tanh-GELU (``gelu_new``: five elementwise ops) for the fused
+    kernel computing the same formula (``F.gelu(approximate="tanh")``; equal up to fp rounding)."""
+    try:
+        from transformers.activations import GELUTanh, NewGELUActivation
+    except ImportError:  # pragma: no cover - other transformers versions
+        return
+    for mod in list(model.modules()):
+        for name, child in list(mod.named_children()):
+            if type(child) is NewGELUActivation:
+                setattr(mod, name, GELUTanh())
 
 
 # Order of shared-prefix groups before batching: longest rows first (least padding).
