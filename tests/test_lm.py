@@ -156,3 +156,54 @@ def test_long_shared_prefix_groups_are_capped(tiny_lm_dir):
     ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=4, share_prefix=False).loglikelihood(reqs)
     assert s.stats["shared_groups"] >= 3  # 12 rows, at most 4 per group
     assert all(abs(a[0] - b[0]) <= 1e-5 for a, b in zip(got, ref))
+
+
+TWINS = [  # WinoGrande-like twins: partial-evaluation requests branching at the option and after
+    (f"The trophy does not fit in the suitcase because the {o}", f" is too {w}.")
+    for o in ("trophy", "suitcase") for w in ("big", "small")
+] + [("The trophy does not fit in the box", " at all, sadly."), ("Totally unrelated", " text")]
+
+
+@pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_neox_dir"])
+@pytest.mark.parametrize("mode", ["sdpa", "eager", "kv"])
+def test_tree_attention_matches_unshared(fixture, mode, request):
+    d = request.getfixturevalue(fixture)
+    ref = LMScorer(d, device="cpu", batch_size=2, share_prefix=False).loglikelihood(TWINS)
+    s = LMScorer(d, device="cpu", batch_size=2)
+    if mode == "kv":
+        s._tree_attention = False
+    else:
+        s._attn_impl = mode  # eager: additive float mask instead of the boolean one
+    calls = []
+    real = s._base_call
+    s._base_call = lambda ids, **kw: calls.append(ids.shape) or real(ids, **kw)
+    got = s.loglikelihood(TWINS)
+    assert s.stats["shared_groups"] >= 1
+    for (lp, n), (rlp, rn) in zip(got, ref):
+        assert n == rn and abs(lp - rlp) <= 1e-5
+    if mode != "kv":  # one forward pass per batch (+2 for the one-off check); shared once
+        assert s._tree_attention and s._tree_checked
+        assert len(calls) == s.stats["batches"] + 2
+        assert s.stats["forward_tokens"] < sum(len(sum(s.encode(*r), [])) - 1 for r in TWINS)
+
+
+def test_fused_gelu_equals_gelu_new():
+    from transformers.activations import GELUTanh, NewGELUActivation
+
+    x = torch.linspace(-6, 6, 10001)
+    assert torch.allclose(GELUTanh()(x), NewGELUActivation()(x), atol=1e-6, rtol=0)
+
+
+def test_tree_attention_disabled_when_the_model_disagrees(tiny_lm_dir):
+    ref = LMScorer(tiny_lm_dir, device="cpu", share_prefix=False).loglikelihood(TWINS)
+    s = LMScorer(tiny_lm_dir, device="cpu")
+    real = s._tree_forward
+
+    def broken(groups):  # e.g. a model that ignores position_ids / the 4-D mask
+        hidden, *rest = real(groups)
+        return (hidden + 1.0, *rest)
+
+    s._tree_forward = broken
+    got = s.loglikelihood(TWINS)
+    assert s._tree_checked and not s._tree_attention and s.stats["shared_groups"] >= 1
+    assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))

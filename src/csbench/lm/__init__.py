@@ -30,12 +30,17 @@ tokens are those of ``tokenize(context + continuation)`` after the first ``len(t
 an empty context is replaced by the end-of-text token. Sequences longer than the model's window
 are left-truncated.
 
-Speed: requests are sorted by length (longest first) and batched (right padding, no padding
-inside the real tokens); the final hidden states are projected to the vocabulary only at the
-continuation positions (never a full-vocabulary log-softmax over every position); requests that
-share a context and have single-token continuations are answered from one forward pass; requests
-that share a token prefix (the options of one item, few-shot prompts) run the prefix once and their
-suffixes on its KV cache (``share_prefix=True``); exact duplicate requests are scored once.
+Speed: requests are tokenised in one batched call (each distinct text once), sorted by length
+(longest first) and batched (right padding, no padding inside the real tokens); the final hidden
+states are projected to the vocabulary only at the continuation positions (never a
+full-vocabulary log-softmax over every position); requests that share a context and have
+single-token continuations are answered from one forward pass; requests that share a token prefix
+(the options of one item, twin items, few-shot prompts) are packed as a token trie into one
+sequence and scored in ONE forward pass with tree attention (a 4-D mask: each token attends to its
+ancestors and itself; position ids = depth), so every shared token runs once
+(``share_prefix=True``; models whose attention takes no 4-D mask use a KV-cache second pass);
+exact duplicate requests are scored once; transformers' Python tanh-GELU is swapped for the fused
+kernel of the same formula.
 Results do not depend on batch size or order (fp32: |difference| <= 1e-5; the log-softmax is
 always computed in fp32).
 """

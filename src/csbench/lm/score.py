@@ -12,6 +12,13 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+# Model families whose attention honours a custom 4-D mask and explicit position_ids (absolute
+# learned or rotary positions), so a token trie can be scored in one pass (tree attention).
+TREE_MODEL_TYPES = frozenset({
+    "gpt2", "gpt_neox", "gptj", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+    "qwen3_moe", "gemma", "gemma2", "phi", "phi3", "olmo", "olmo2", "stablelm", "starcoder2",
+    "granite", "smollm3"})
+
 # Config attributes of models whose logits are not simply lm_head(final hidden state).
 _SPECIAL_LOGIT_ATTRS = ("final_logit_softcapping", "logit_scale", "logits_scaling",
                         "output_multiplier_scale")
@@ -149,7 +156,11 @@ class LMScorer:
             and not any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in _SPECIAL_LOGIT_ATTRS))
         self._auto_bs = None  # batch size found by the OOM backoff
         self._attn_impl = getattr(cfg, "_attn_implementation", None) or "eager"
-        self._tree_attention = self._attn_impl in ("sdpa", "eager")
+        # Tree attention needs a model that honours a custom 4-D mask and position_ids (no
+        # ALiBi / mask-derived positions): known families, confirmed on first use.
+        self._tree_attention = (self._attn_impl in ("sdpa", "eager")
+                                and getattr(cfg, "model_type", "") in TREE_MODEL_TYPES)
+        self._tree_checked = False
         self._tries: dict = {}
         self._backend_ok: bool | None = None  # backend tokenizer agrees with the wrapper
         self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
@@ -443,9 +454,20 @@ class LMScorer:
         group becomes one sequence holding the trie of its rows (every shared token once), with
         a 4-D mask letting each token attend to its ancestors and itself and position ids =
         depth; models without 4-D mask support use the KV-cache path."""
+        if self._tree_attention and not self._tree_checked:
+            self._tree_checked = True
+            self._tree_attention = self._tree_agrees(groups[0])
         if not self._tree_attention:
             return self._run_shared_kv(plen, groups, out)
-        import numpy as np
+        hidden, members, posmap, tries = self._tree_forward(groups)
+        self._accumulate(hidden, members, 0, out, posmap=posmap)
+        self.stats["batches"] += 1
+        self.stats["shared_groups"] += len(groups)
+        self.stats["forward_tokens"] += sum(len(t[0]) for t in tries)
+        self.stats["padded_tokens"] += hidden.shape[0] * hidden.shape[1]
+
+    def _tree_forward(self, groups: list[list[_Row]]):
+        """Final hidden states of the groups' tries, one sequence per group."""
         import torch
 
         tries = [self._trie(g) for g in groups]
@@ -473,11 +495,32 @@ class LMScorer:
         hidden = self._base_call(ids.to(self.device), attention_mask=mask.to(self.device),
                                  position_ids=pos.to(self.device),
                                  use_cache=False).last_hidden_state
-        self._accumulate(hidden, members, 0, out, posmap=posmap)
-        self.stats["batches"] += 1
-        self.stats["shared_groups"] += len(groups)
-        self.stats["forward_tokens"] += sum(len(t[0]) for t in tries)
-        self.stats["padded_tokens"] += B * T
+        return hidden, members, posmap, tries
+
+    def _tree_agrees(self, group: list[_Row]) -> bool:
+        """One-off check (hidden states only, two rows) that tree attention reproduces plain
+        rows for this model."""
+        import torch
+
+        rows = sorted(group, key=lambda r: r.tokens)[:2]
+        try:
+            tree, _, posmap, _ = self._tree_forward([rows])
+            width = max(len(r.tokens) for r in rows)
+            ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+            for i, r in enumerate(rows):
+                ids[i, :len(r.tokens)] = torch.tensor(r.tokens, dtype=torch.long)
+            plain = self._forward_hidden(ids.to(self.device))
+        except Exception:
+            self._tree_checked = False  # e.g. out of memory: check again next time
+            raise
+        tol = 1e-3 if self.dtype == torch.float32 else 5e-2
+        ok = all(torch.allclose(tree[0, path].float(), plain[i, :len(path)].float(),
+                                atol=tol, rtol=tol)
+                 for i, (_, path) in enumerate(posmap))
+        if not ok:
+            log.warning("tree attention disagrees with plain rows for this model; "
+                        "using the KV-cache path for shared prefixes")
+        return ok
 
     def _trie(self, rows: list[_Row]):
         """Token trie of rows (memoised per call): node tokens, depths, subtree ends and each
