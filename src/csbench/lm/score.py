@@ -1,6 +1,7 @@
 """The scoring engine behind :class:`csbench.lm.LMScorer` (see the package docstring for the API)."""
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -247,6 +248,19 @@ class LMScorer:
                     results[i] = hit[ck]
             self.stats["cached"] += len(hit)
         todo = [i for i, r in enumerate(results) if r is None]
+        # The many small token lists would trigger cyclic-GC passes over the whole model's
+        # objects; nothing here makes cycles, so pause the collector while scoring.
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            self._score_todo(requests, todo, results, ckeys)
+        finally:
+            if gc_was:
+                gc.enable()
+        self.stats["seconds"] += time.perf_counter() - t0
+        return results  # type: ignore[return-value]
+
+    def _score_todo(self, requests, todo, results, ckeys) -> None:
         # Encode (in one batched tokenizer call) and deduplicate identical token sequences.
         encoded = self.encode_many([requests[i] for i in todo])
         uniq: dict[tuple, int] = {}
@@ -268,8 +282,6 @@ class LMScorer:
             new.append((ckeys[i][0], ckeys[i][1], scores[u][0], scores[u][1]))
         if self.cache is not None and new:
             self.cache.put(new)
-        self.stats["seconds"] += time.perf_counter() - t0
-        return results  # type: ignore[return-value]
 
     def loglikelihood_rolling(self, texts) -> list[tuple[float, int]]:
         """Log-probability of whole texts (conditioned on the end-of-text/BOS token)."""
