@@ -103,3 +103,17 @@ def test_run_fold_and_means(tiny_qa_dir, tmp_path):
     means = [r for r in out if r["fold"] == "mean"]
     assert [m["split"] for m in means] == ["base", "finetuned"]
     assert means[0]["n"] == 8 and means[0]["f1"] == pytest.approx(rows[0]["f1"])
+
+
+def test_training_works_when_autograd_was_switched_off_globally(tiny_qa_dir):
+    import torch
+
+    model, tok = load_qa_model(tiny_qa_dir, device="cpu", dtype="float32")
+    f = F.prepare_features(tok, ["Who led the raiders?"], [CTX],
+                           [[{"text": "Rollo", "answer_start": CTX.index("Rollo")}]], 64, 16)
+    prev = torch.is_grad_enabled()
+    torch.set_grad_enabled(False)
+    try:
+        assert len(F.train(model, f, epochs=1, learning_rate=1e-3, batch_size=64)) == 1
+    finally:
+        torch.set_grad_enabled(prev)

@@ -147,15 +147,17 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
     torch.manual_seed(seed)
     model.train()
     losses = []
-    for _ in range(epochs):
-        perm = torch.randperm(n, generator=gen).numpy()
-        for b in range(0, n, batch_size):
-            out = model(**_batch(model, feats, perm[b:b + batch_size], device))
-            out.loss.backward()
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(float(out.loss.detach().cpu()))
+    # enable_grad: other code in the same process may have switched autograd off globally
+    with torch.enable_grad():
+        for _ in range(epochs):
+            perm = torch.randperm(n, generator=gen).numpy()
+            for b in range(0, n, batch_size):
+                out = model(**_batch(model, feats, perm[b:b + batch_size], device))
+                out.loss.backward()
+                opt.step()
+                sched.step()
+                opt.zero_grad(set_to_none=True)
+                losses.append(float(out.loss.detach().cpu()))
     model.eval()
     return losses
 
