@@ -19,8 +19,8 @@ API (stable; 20Q, ProtoQA and WinoWhat code against it)::
 
     scorer.loglikelihood_rolling(texts)         # -> list of (logprob, n_tokens) of whole texts
     scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
-                    top_p=1.0, do_sample=True, seed=0, stop=("\\n",))   # -> list[list[str]]
-    # (ProtoQA's order-independent sampler lives in csbench.lm.generate.)
+                    top_p=1.0, seed=0, stop=("\\n",))   # -> list[list[str]]
+    # (delegates to csbench.lm.generate, the order-independent sampler ProtoQA uses)
 
     LMScorer.from_config(model_dir, config)     # reads config["lm"] and config["cache_dir"]
 

@@ -166,7 +166,6 @@ class LMScorer:
         self._backend_ok: bool | None = None  # backend tokenizer agrees with the wrapper
         self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
                           forward_tokens=0, padded_tokens=0, oom_backoffs=0, seconds=0.0)
-        torch.set_grad_enabled(False)
 
     @classmethod
     def from_config(cls, model_dir, config: dict, **kw) -> "LMScorer":
@@ -288,40 +287,24 @@ class LMScorer:
         return self.loglikelihood([("", t) for t in texts])
 
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
-                 temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-                 do_sample: bool = True, seed: int = 0, stop=("\n",),
-                 batch_size: int = 16) -> list[list[str]]:
-        """Sample ``num_samples`` continuations per prompt; text is cut at the first stop string."""
-        import torch
+                 temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
+                 stop=("\n",)) -> list[list[str]]:
+        """Sample continuations with this scorer's model (the sampler of :mod:`csbench.lm.generate`);
+        each text is cut at the first stop string."""
+        from .generate import sample_completions
 
-        tok = self.tokenizer
-        out: list[list[str]] = []
-        torch.manual_seed(seed)
-        for s in range(0, len(prompts), batch_size):
-            chunk = list(prompts[s:s + batch_size])
-            ids = [tok.encode(p, **({} if self.add_bos_token is None else
-                                 {"add_special_tokens": self.add_bos_token}))
-                   or [self.prefix_token_id]
-                   for p in chunk]
-            width = max(len(x) for x in ids)
-            inp = torch.tensor([[self.pad_token_id] * (width - len(x)) + x for x in ids],
-                               device=self.device)
-            mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids],
-                                device=self.device)
-            kw = dict(max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
-                      do_sample=do_sample, pad_token_id=self.pad_token_id)
-            if do_sample:
-                kw.update(temperature=temperature, top_k=top_k or None, top_p=top_p)
-            gen = self.model.generate(input_ids=inp, attention_mask=mask, **kw)
-            texts = tok.batch_decode(gen[:, width:], skip_special_tokens=True)
-            for j in range(len(chunk)):
-                samples = []
-                for t in texts[j * num_samples:(j + 1) * num_samples]:
-                    for st in stop or ():
-                        if st in t:
-                            t = t[:t.index(st)]
-                    samples.append(t)
-                out.append(samples)
+        texts = sample_completions(self.model, self.tokenizer, prompts, num_samples,
+                                   max_new_tokens=max_new_tokens, temperature=temperature,
+                                   top_p=top_p, top_k=top_k, seed=seed)
+        out = []
+        for samples in texts:
+            cut = []
+            for t in samples:
+                for st in stop or ():
+                    if st in t:
+                        t = t[:t.index(st)]
+                cut.append(t)
+            out.append(cut)
         return out
 
     # ------------------------------------------------------------------ internals
