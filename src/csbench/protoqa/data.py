@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..io import open_text
+from ..io import open_text, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -107,15 +107,7 @@ def load_predictions(path: str | Path) -> Predictions:
         for qid, answers in doc.items():
             _add(preds, path, qid, answers, None)
         return preds
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"invalid JSON ({exc.msg})", lineno) from None
-        if not isinstance(rec, dict):
-            raise InputError(path, "expected a JSON object", lineno)
+    for lineno, rec in read_jsonl(path):
         if "question_id" in rec:
             if "ranked_answers" not in rec:
                 raise InputError(path, "'question_id' without 'ranked_answers'", lineno)
