@@ -1,14 +1,9 @@
 # QADS: SQuAD 2.0 questions rewritten with WordNet synonyms chosen by WSD, WSD evaluated on the
 # unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
-import os as _os
-
 import csbench.models
-from csbench.config import validate as _validate_section
 
 QADS = "results/qads"
-# Fill this section's defaults from its own schema (nested $ref sections are not filled).
-QD = _validate_section(config.setdefault("qads", {}),
-                       _os.path.join(workflow.basedir, "workflow", "schemas", "qads.schema.yaml"))
+QD = config["qads"]  # defaults filled by the config validation in the Snakefile
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # The fine-tuning settings are left out of the other rules' params (no rerun when they change).
 QD_BASE = {k: v for k, v in QD.items() if k != "finetune"}
