@@ -199,11 +199,78 @@ def test_tree_attention_disabled_when_the_model_disagrees(tiny_lm_dir):
     s = LMScorer(tiny_lm_dir, device="cpu")
     real = s._tree_forward
 
-    def broken(groups):  # e.g. a model that ignores position_ids / the 4-D mask
-        hidden, *rest = real(groups)
+    def broken(groups, **kw):  # e.g. a model that ignores position_ids / the 4-D mask
+        hidden, *rest = real(groups, **kw)
         return (hidden + 1.0, *rest)
 
     s._tree_forward = broken
     got = s.loglikelihood(TWINS)
     assert s._tree_checked and not s._tree_attention and s.stats["shared_groups"] >= 1
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
+
+
+@pytest.fixture(scope="module")
+def tiny_llama_dir(tmp_path_factory):
+    from csbench.models import build_random_model
+
+    return build_random_model("tiny-llama", tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_neox_dir", "tiny_llama_dir"])
+@pytest.mark.parametrize("mode", ["sdpa", "eager"])
+def test_last_layer_only_at_scored_positions(fixture, mode, request):
+    """The last decoder layer runs only where log-probs are read (plain rows and tries), with
+    the same numbers as full passes, for GPT-2, GPT-NeoX and Llama layers."""
+    from csbench.lm import lastlayer
+
+    d = request.getfixturevalue(fixture)
+    reqs = REQS + TWINS
+    ref = LMScorer(d, device="cpu", batch_size=3)
+    ref._scored_only = False
+    want = ref.loglikelihood(reqs)
+    s = LMScorer(d, device="cpu", batch_size=3)
+    s._attn_impl = mode
+    used = []
+    real = lastlayer._LastLayerAt.__call__
+    orig = lastlayer._LastLayerAt.__call__
+    try:
+        lastlayer._LastLayerAt.__call__ = lambda self, *a, **k: used.append(1) or real(self, *a, **k)
+        got = s.loglikelihood(reqs)
+    finally:
+        lastlayer._LastLayerAt.__call__ = orig
+    assert s._scored_only and s._scored_checked and len(used) >= s.stats["batches"]
+    assert s.stats["shared_groups"] >= 1
+    for (lp, n), (rlp, rn) in zip(got, want):
+        assert n == rn and abs(lp - rlp) <= 1e-5
+
+
+def test_last_layer_swap_disabled_when_it_disagrees(tiny_neox_dir, monkeypatch):
+    from csbench.lm import lastlayer
+
+    want = LMScorer(tiny_neox_dir, device="cpu", share_prefix=False).loglikelihood(TWINS)
+    real = lastlayer._LastLayerAt.__call__
+
+    def broken(self, *a, **k):  # (noise, since the final norm ignores shifts and scales)
+        out = real(self, *a, **k)
+        return out + torch.randn(out.shape, generator=torch.Generator().manual_seed(0))
+
+    monkeypatch.setattr(lastlayer._LastLayerAt, "__call__", broken)
+    s = LMScorer(tiny_neox_dir, device="cpu")
+    got = s.loglikelihood(TWINS)
+    assert s._scored_checked and not s._scored_only
+    assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, want))
+    # the model's own layer list is restored after every call
+    assert not any(isinstance(m, torch.nn.Module) and type(m).__name__ == "_Module"
+                   for m in lastlayer.decoder_layers(s._base))
+
+
+def test_plan_chunks_covers_rows_once_and_cuts_padding():
+    from csbench.lm.lastlayer import plan_chunks
+
+    sizes = [1, 1, 2, 2, 30, 31, 1, 2, 29, 3] * 4
+    chunks = plan_chunks(sizes, penalty=16)
+    assert sorted(i for c in chunks for i in c) == list(range(len(sizes)))
+    padded = sum(len(c) * max(sizes[i] for i in c) for c in chunks)
+    assert 1 < len(chunks) < len(sizes) and padded < 0.5 * len(sizes) * max(sizes)
+    assert plan_chunks([5, 5, 5], penalty=16) == [[0, 1, 2]]
+    assert plan_chunks([], penalty=16) == []

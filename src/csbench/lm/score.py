@@ -162,6 +162,10 @@ class LMScorer:
         self._tree_attention = (self._attn_impl in ("sdpa", "eager")
                                 and getattr(cfg, "model_type", "") in TREE_MODEL_TYPES)
         self._tree_checked = False
+        # Last decoder layer only at the scored positions (csbench.lm.lastlayer); confirmed
+        # against a full pass on first use.
+        self._scored_only = self._partial_logits and self._attn_impl in ("sdpa", "eager")
+        self._scored_checked = False
         self._tries: dict = {}
         self._backend_ok: bool | None = None  # backend tokenizer agrees with the wrapper
         self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
@@ -421,14 +425,50 @@ class LMScorer:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
-    def _base_call(self, input_ids, **kw):
-        """One forward pass of the model body (every forward of the engine goes through here)."""
-        return self._base(input_ids=input_ids, **kw)
+    def _base_call(self, input_ids, keep=None, **kw):
+        """One forward pass of the model body (every forward of the engine goes through here).
 
-    def _forward_hidden(self, input_ids):
-        """Final hidden states [B, T, H] (or logits when the model needs its own head)."""
+        ``keep``: per row, the positions whose final hidden states are needed ([B, S] list of
+        lists); the last layer then runs only there (other positions of the result are zeros).
+        """
+        if keep is None or not self._scored_only:
+            return self._base(input_ids=input_ids, **kw)
+        import torch
+
+        from .lastlayer import scored_only
+
+        penalty = 64 if self.device.type == "cpu" else 1024
+        try:
+            with scored_only(self._base, keep, self._attn_impl, self.dtype, self.device,
+                             penalty):
+                out = self._base(input_ids=input_ids, **kw)
+        except Exception as exc:  # noqa: BLE001 - any failure of the swap: full passes
+            if _is_oom(exc):
+                raise
+            log.warning("last-layer-at-scored-positions unsupported by this model (%s); "
+                        "disabled", exc)
+            self._scored_only = False
+            return self._base(input_ids=input_ids, **kw)
+        if not self._scored_checked:
+            self._scored_checked = True
+            full = self._base(input_ids=input_ids, **kw)
+            bi = torch.tensor([b for b, p in enumerate(keep) for _ in p], device=self.device)
+            ti = torch.tensor([t for p in keep for t in p], device=self.device)
+            a = out.last_hidden_state[bi, ti].float()
+            b = full.last_hidden_state[bi, ti].float()
+            tol = 1e-4 if self.dtype == torch.float32 else 5e-2
+            if not torch.allclose(a, b, atol=tol, rtol=tol):
+                log.warning("last-layer-at-scored-positions disagrees with a full pass for this "
+                            "model; disabled")
+                self._scored_only = False
+                return full
+        return out
+
+    def _forward_hidden(self, input_ids, keep=None):
+        """Final hidden states [B, T, H] (or logits when the model needs its own head); with
+        ``keep`` (see :meth:`_base_call`) valid only at those positions."""
         if self._partial_logits:
-            return self._base_call(input_ids, use_cache=False).last_hidden_state
+            return self._base_call(input_ids, keep=keep, use_cache=False).last_hidden_state
         return self.model(input_ids=input_ids, use_cache=False).logits
 
     def _run_batch(self, batch: list[_Row], out) -> None:
@@ -438,7 +478,9 @@ class LMScorer:
         ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
         for b, r in enumerate(batch):
             ids[b, :len(r.tokens)] = torch.tensor(r.tokens, dtype=torch.long)
-        hidden = self._forward_hidden(ids.to(self.device))
+        keep = [sorted({p for _, start, tg in r.members for p in range(start, start + len(tg))})
+                for r in batch]
+        hidden = self._forward_hidden(ids.to(self.device), keep=keep)
         self._accumulate(hidden, batch, 0, out)
         self.stats["batches"] += 1
         self.stats["forward_tokens"] += sum(len(r.tokens) for r in batch)
@@ -454,15 +496,16 @@ class LMScorer:
             self._tree_attention = self._tree_agrees(groups[0])
         if not self._tree_attention:
             return self._run_shared_kv(plen, groups, out)
-        hidden, members, posmap, tries = self._tree_forward(groups)
+        hidden, members, posmap, tries = self._tree_forward(groups, scored=True)
         self._accumulate(hidden, members, 0, out, posmap=posmap)
         self.stats["batches"] += 1
         self.stats["shared_groups"] += len(groups)
         self.stats["forward_tokens"] += sum(len(t[0]) for t in tries)
         self.stats["padded_tokens"] += hidden.shape[0] * hidden.shape[1]
 
-    def _tree_forward(self, groups: list[list[_Row]]):
-        """Final hidden states of the groups' tries, one sequence per group."""
+    def _tree_forward(self, groups: list[list[_Row]], scored: bool = False):
+        """Final hidden states of the groups' tries, one sequence per group (with ``scored``,
+        valid only at the members' scored positions)."""
         import torch
 
         tries = [self._trie(g) for g in groups]
@@ -487,7 +530,15 @@ class LMScorer:
         else:  # additive mask (eager attention)
             mask = torch.zeros((B, 1, T, T), dtype=self.dtype)
             mask.masked_fill_(~allow[:, None], torch.finfo(self.dtype).min)
-        hidden = self._base_call(ids.to(self.device), attention_mask=mask.to(self.device),
+        keep = None
+        if scored:
+            need: list[set] = [set() for _ in tries]
+            for r, (b, path) in zip(members, posmap):
+                for _, start, tg in r.members:
+                    need[b].update(path[start:start + len(tg)])
+            keep = [sorted(s) for s in need]
+        hidden = self._base_call(ids.to(self.device), keep=keep,
+                                 attention_mask=mask.to(self.device),
                                  position_ids=pos.to(self.device),
                                  use_cache=False).last_hidden_state
         return hidden, members, posmap, tries
