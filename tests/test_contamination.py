@@ -11,7 +11,7 @@ import pytest
 import zstandard
 
 from csbench.contamination import corpus as C
-from csbench.contamination import fastscan
+from csbench.contamination import fastscan, jsonl
 from csbench.contamination import hashing as H
 from csbench.contamination.effect import effect
 from csbench.contamination.gather import gather, summary
@@ -322,3 +322,163 @@ def test_jsonl_parsing_matches_json(tmp_path, monkeypatch):
     p.write_text('{"text": "ok"}\n{"text": "ok",}\n')
     with pytest.raises(InputError, match=r"c.jsonl:2.*invalid JSON"):
         list(C.iter_documents((str(p), 0, -1), "jsonl"))
+
+
+# -- the fused JSON-lines path (csbench.contamination.jsonl) ---------------------------------
+
+needs_kernel = pytest.mark.skipif(not (fastscan.available() and jsonl.available()),
+                                  reason="numba kernels unavailable")
+
+
+def _fused_docs(piece, text_field="text", id_field=None, block=64):
+    docs, fallbacks = [], 0
+    for b in jsonl.iter_batches(piece, text_field, id_field, block):
+        docs.extend((b.doc_id(d), b.doc_bytes(d)) for d in range(len(b.lo)))
+        fallbacks += b.fallbacks
+    return docs, fallbacks
+
+
+def _python_docs(piece, text_field="text", id_field=None):
+    return [(i, H.normalise_bytes(t))
+            for i, t in C.iter_documents(piece, "jsonl", text_field, id_field)]
+
+
+@needs_kernel
+def test_fold_table_matches_normalise_bytes(tmp_path):
+    """Per-character folding of context-free characters equals run folding, on random strings
+    of table characters mixed with ASCII (and every line goes through the kernel)."""
+    T = jsonl.tables()
+    cps = np.flatnonzero(T.ok)
+    rng = np.random.default_rng(3)
+    common = [ord(c) for c in "éèàüößçñøåæœ’“”—…€£ａＺ０ﬁﬂ½²ⅣΩαβγσςЖжя中文日本語한국😀🎉\u00a0\u2028"]
+    common = [c for c in common if T.ok[c]]
+    texts = []
+    for _ in range(3000):
+        m = int(rng.integers(1, 12))
+        pick = rng.random(m)
+        chars = [chr(int(rng.choice(cps))) if r < 0.4 else
+                 chr(int(rng.choice(common))) if r < 0.7 else
+                 chr(int(rng.integers(32, 127))) for r in pick]
+        texts.append("".join(chars))
+    p = tmp_path / "t.jsonl"
+    with open(p, "w", encoding="utf-8") as fh:
+        for i, t in enumerate(texts):
+            fh.write(json.dumps({"text": t}, ensure_ascii=bool(i % 2)) + "\n")
+    got, fallbacks = _fused_docs((str(p), 0, -1), block=1 << 16)
+    assert fallbacks == 0
+    assert [b for _, b in got] == [H.normalise_bytes(t.encode()) for t in texts]
+    # the context-dependent characters are excluded from the table
+    for ch in "\u0301\u03a3\u1100\u1161\u11a8\u3131\uffa1\u0130\U0001D6BA":
+        assert not T.ok[ord(ch)], ch
+    assert T.ok[ord("é")] and T.ok[ord("한")] and T.ok[ord("ﬁ")]
+
+
+def _fused_fixture(tmp_path):
+    """JSON lines with escapes, non-ASCII, blank lines, odd records and planted items."""
+    filled = SENT.replace("_", "Maria")
+    words = filled.split()
+    lines = [
+        json.dumps({"id": "plain", "text": f"Intro. {filled} outro"}),
+        json.dumps({"id": "esc", "text": f"“{filled}”\t\\ \"q\" / é ﬁ ＦＵＬＬ 😀 Σίσυφος"}),
+        json.dumps({"id": "raw", "text": f"Café {filled.upper()} naïve ½ 한국어"},
+                   ensure_ascii=False),
+        "",
+        "  \t \x0b",
+        json.dumps({"meta": {"a": [1, -2.5e-3, None, True, False, {"b": "\ud83d\ude00"}]},
+                    "id": 7, "text": " ".join(words[:7]) + "\n" + " ".join(words[7:])}),
+        '{"text": "x\\/y \\b\\f\\r\\n", "id": -12}',
+        json.dumps({"id": "comb", "text": f"e\u0301 {filled} a\u0308"}, ensure_ascii=False),
+        json.dumps({"id": "jamo", "text": f"\u1100\u1161 {filled}"}, ensure_ascii=False),
+        '{"id": "nan", "score": NaN, "text": "' + filled + '"}',
+        '{"id": "dup", "text": "first", "text": "' + filled + '"}',
+        '{"id": "ws"  ,  "text" :"a b"  }  \r',
+        '{"id": 12345678901234567890123, "text": "big id"}',
+        '{"id": "k\\"ey", "text": "escaped id"}',
+        '{"id": "-0", "text": "string -0"}',
+        '{"id": -0, "text": "minus zero"}',
+        '{"id": 1.5e0, "text": "float id"}',
+        '{"id": true, "text": "bool id"}',
+        '{"\\u0069d": "escaped key", "id": "ek", "text": "' + filled + '"}',
+        json.dumps({"id": "deep", "text": "deep", "x": [[[[[[1]]]]]]}),
+        '\ufeff{"id": "bom", "text": "' + filled + '"}',
+        json.dumps({"id": "long", "text": ("filler " * 300) + filled}),
+        json.dumps({"id": "empty", "text": ""}),
+        json.dumps({"id": "last", "text": f"{filled} {filled}"}),
+    ]
+    return ("\n".join(lines)).encode("utf-8")    # no newline after the last line
+
+
+@needs_kernel
+@pytest.mark.parametrize("id_field", [None, "id"])
+def test_fused_path_matches_per_document_path(tmp_path, id_field):
+    data = _fused_fixture(tmp_path)
+    plain = tmp_path / "f.jsonl"
+    plain.write_bytes(data)
+    (tmp_path / "f.jsonl.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "f.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    for name in ("f.jsonl", "f.jsonl.gz", "f.jsonl.zst"):
+        piece = (str(tmp_path / name), 0, -1)
+        want = _python_docs(piece, "text", id_field)
+        for block in (7, 100, 1 << 20):
+            got, fallbacks = _fused_docs(piece, "text", id_field, block)
+            assert got == want, (name, block)
+            assert 0 < fallbacks < 16
+    for shard_bytes in (90, 333, len(data) // 2, len(data) * 2):
+        for shard in C.plan_shards([str(plain)], "jsonl", shard_bytes):
+            for block in (50, 1 << 20):
+                fast = Scanner(idx, engine="numba").scan_pieces(shard, "jsonl", "text", id_field,
+                                                              block=block)
+                slow = Scanner(idx, engine="numba").scan(
+                    C.shard_documents(shard, "jsonl", "text", id_field))
+                pd.testing.assert_frame_equal(fast.table(), slow.table())
+                assert (fast.bytes, fast.docs, fast.candidates) == \
+                       (slow.bytes, slow.docs, slow.candidates)
+    whole = Scanner(idx).scan_pieces([(str(plain), 0, -1)], "jsonl", "text", id_field, block=64)
+    t = whole.table()
+    assert t[(t.method == "exact") & (t.probe == "option2")]["count"].iloc[0] >= 10
+    ref = Scanner(idx, engine="numpy").scan(C.iter_documents((str(plain), 0, -1), "jsonl",
+                                                             "text", id_field))
+    pd.testing.assert_frame_equal(t, ref.table())
+
+
+@needs_kernel
+def test_fused_path_errors_match(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    cases = ['{"text": 5}', 'not json', '{"text": "ok",}', '[1, 2]', '{"txt": "a"}',
+             '{"text": "a"}{"text": "b"}', '{"text": "a\x01b"}', '{"a": 1',
+             '{"text": "\\ud800 lone"}', b'{"text": "a\xff"}', b'{"text": "\xed\xa0\x80"}',
+             b'{"text": "\xc3\xa9\xe2\x82"}',
+             '{"text": "a", "id": 1}', '{"id": "1", "text": "\\x"}']
+    for case in cases:
+        for id_field in (None, "id"):
+            p.write_bytes(b'{"text": "ok", "id": "0"}\n\n'
+                         + (case.encode() if isinstance(case, str) else case)
+                         + b'\n{"text": "z"}\n')
+            for piece in ((str(p), 0, -1), (str(p), 3, -1)):
+                try:
+                    list(C.iter_documents(piece, "jsonl", "text", id_field))
+                except (InputError, UnicodeError) as exc:
+                    with pytest.raises(type(exc)) as info:
+                        _fused_docs(piece, "text", id_field, block=16)
+                    assert str(info.value) == str(exc), case
+                else:
+                    assert _fused_docs(piece, "text", id_field)[0] == \
+                        _python_docs(piece, "text", id_field), case
+    p.write_bytes(b'{"text": "ok"}\n{"text": 5}\n')
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    with pytest.raises(InputError, match=r"bad.jsonl:2"):
+        Scanner(idx).scan_pieces([(str(p), 0, -1)], "jsonl")
+
+
+def test_scan_pieces_without_kernel(tmp_path, monkeypatch):
+    recs, _ = _write_corpus(tmp_path)
+    monkeypatch.setenv("CSBENCH_NUMBA", "0")
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    s = Scanner(idx)
+    assert s.engine == "numpy"
+    shard = [(str(tmp_path / "c.jsonl.gz"), 0, -1)]
+    t = s.scan_pieces(shard, "jsonl", "text", "id").table()
+    ref = Scanner(idx).scan(C.shard_documents(shard, "jsonl", "text", "id")).table()
+    pd.testing.assert_frame_equal(t, ref)
+    assert t.query("method == 'exact' and probe == 'option2'")["count"].iloc[0] == 3

@@ -1,7 +1,7 @@
 """Lexical scan (exact + ngram) of one corpus shard; writes hits and throughput figures."""
 import pandas as pd
 
-from csbench.contamination.corpus import shard_documents, shard_size
+from csbench.contamination.corpus import shard_size
 from csbench.contamination.scan import ProbeIndex, Scanner
 from csbench.io import write_json, write_parquet
 from csbench.logs import snakemake_logger
@@ -13,8 +13,8 @@ index = ProbeIndex(pd.read_parquet(snakemake.input.probes), n=ng["n"], min_words
                    methods=p.methods, max_gap=ng["max_gap"])
 log.info("shard %s: %d pieces, %d bytes on disk", snakemake.wildcards.shard, len(p.shard),
          shard_size(p.shard))
-docs = shard_documents(p.shard, corpus["format"], corpus["text_field"], corpus["id_field"])
-scanner = Scanner(index, batch_bytes=p.batch_bytes).scan(docs)
+scanner = Scanner(index, batch_bytes=p.batch_bytes).scan_pieces(
+    p.shard, corpus["format"], corpus["text_field"], corpus["id_field"])
 stats = dict(scanner.stats(), disk_bytes=shard_size(p.shard), pieces=[list(x) for x in p.shard])
 log.info("scan: %s", stats)
 write_parquet(scanner.table(), snakemake.output.hits)

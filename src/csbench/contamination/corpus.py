@@ -133,37 +133,48 @@ def iter_documents(piece: tuple[str, int, int], fmt: str, text_field: str = "tex
         return
     if fmt != "jsonl":
         raise InputError(path, f"unknown corpus format {fmt!r} (expected one of {FORMATS})")
-    fast = _fast_loads
     for pos, lineno, line in _lines(path, start, end):
-        if not line.strip():
-            continue
-        try:
-            # orjson parses ~1.5x faster; what it rejects (NaN literals, lone surrogates ...) is
-            # parsed again by json, so results and errors are json's; so is a record whose id
-            # is a float (orjson reads integers beyond 64 bits as floats, json as int)
-            rec = fast(line) if fast is not None else json.loads(line)
-            if id_field and isinstance(rec, dict) and isinstance(rec.get(id_field), float):
-                rec = None
-        except ValueError:
+        doc = parse_line(path, pos, lineno, line, text_field, id_field)
+        if doc is not None:
+            yield doc
+
+
+def parse_line(path: str, pos: int, lineno: int | None, line: bytes, text_field: str = "text",
+               id_field: str | None = None) -> tuple[str, bytes] | None:
+    """``(document id, UTF-8 text)`` of one JSON line starting at byte ``pos`` (line number
+    ``lineno``, None inside a byte range), None for a blank line; an invalid record is an
+    :class:`InputError` naming file and line. (The compiled reader of :mod:`.jsonl` sends every
+    line it does not handle exactly here.)"""
+    if not line.strip():
+        return None
+    fast = _fast_loads
+    try:
+        # orjson parses ~1.5x faster; what it rejects (NaN literals, lone surrogates ...) is
+        # parsed again by json, so results and errors are json's; so is a record whose id
+        # is a float (orjson reads integers beyond 64 bits as floats, json as int)
+        rec = fast(line) if fast is not None else json.loads(line)
+        if id_field and isinstance(rec, dict) and isinstance(rec.get(id_field), float):
             rec = None
-        if rec is None:
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                where = lineno if lineno is not None else None
-                raise InputError(path, f"invalid JSON at byte {pos} ({exc})", where) from None
-        if not isinstance(rec, dict) or text_field not in rec:
-            raise InputError(path, f"record at byte {pos} has no field {text_field!r}", lineno)
-        text = rec[text_field]
-        if not isinstance(text, str):
-            raise InputError(path, f"field {text_field!r} at byte {pos} is not a string", lineno)
-        if id_field:
-            if id_field not in rec:
-                raise InputError(path, f"record at byte {pos} has no field {id_field!r}", lineno)
-            doc_id = str(rec[id_field])
-        else:
-            doc_id = f"{path}:{lineno}" if lineno is not None else f"{path}@{pos}"
-        yield doc_id, text.encode("utf-8")
+    except ValueError:
+        rec = None
+    if rec is None:
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            where = lineno if lineno is not None else None
+            raise InputError(path, f"invalid JSON at byte {pos} ({exc})", where) from None
+    if not isinstance(rec, dict) or text_field not in rec:
+        raise InputError(path, f"record at byte {pos} has no field {text_field!r}", lineno)
+    text = rec[text_field]
+    if not isinstance(text, str):
+        raise InputError(path, f"field {text_field!r} at byte {pos} is not a string", lineno)
+    if id_field:
+        if id_field not in rec:
+            raise InputError(path, f"record at byte {pos} has no field {id_field!r}", lineno)
+        doc_id = str(rec[id_field])
+    else:
+        doc_id = f"{path}:{lineno}" if lineno is not None else f"{path}@{pos}"
+    return doc_id, text.encode("utf-8")
 
 
 def shard_documents(shard, fmt: str, text_field: str = "text", id_field: str | None = None):
@@ -180,4 +191,4 @@ def shard_size(shard) -> int:
 
 
 __all__ = ["FORMATS", "expand_paths", "plan_shards", "iter_documents", "shard_documents",
-           "open_binary", "shard_size", "Path"]
+           "open_binary", "shard_size", "parse_line", "Path"]

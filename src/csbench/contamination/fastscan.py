@@ -189,7 +189,7 @@ class KernelIndex:
     def scan(self, buf: bytes, doc_lo: np.ndarray, doc_hi: np.ndarray):
         """(start words, length slots, key indices, candidate count, first word of each
         document) of one batch buffer."""
-        arr = np.frombuffer(buf, dtype=np.uint8)
+        arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
         if len(self.hw) < len(arr) // 2 + 2:
             self.hw = np.empty(len(arr) // 2 + 2 + (1 << 16), dtype=np.uint64)
         wstart = np.empty(len(doc_lo) + 1, dtype=np.int64)

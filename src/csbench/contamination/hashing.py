@@ -84,11 +84,17 @@ _WORD_POWERS = _Powers(P_WORD, INV_WORD, np.uint64)
 _RUN_CACHE: dict[bytes, bytes] = {}
 
 
+def fold_run_uncached(run: bytes) -> bytes:
+    """Normalisation of one run of non-ASCII UTF-8 bytes: NFKC, lower case, Unicode punctuation
+    blanked (the per-character table of :mod:`.jsonl` is built from this very function)."""
+    text = unicodedata.normalize("NFKC", run.decode("utf-8", errors="replace")).lower()
+    return _UNI_PUNCT.sub(b" ", text.encode("utf-8", errors="replace"))
+
+
 def _fold_run(run: bytes) -> bytes:
     out = _RUN_CACHE.get(run)
     if out is None:
-        text = unicodedata.normalize("NFKC", run.decode("utf-8", errors="replace")).lower()
-        out = _UNI_PUNCT.sub(b" ", text.encode("utf-8", errors="replace"))
+        out = fold_run_uncached(run)
         if len(run) <= 64 and len(_RUN_CACHE) < 200_000:
             _RUN_CACHE[run] = out
     return out

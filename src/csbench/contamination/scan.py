@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import fastscan
+from . import corpus, fastscan, jsonl
 from . import hashing as H
 
 log = logging.getLogger(__name__)
@@ -174,22 +174,45 @@ class Scanner:
         self.docs += ndocs
         return self
 
+    def scan_pieces(self, shard, fmt: str, text_field: str = "text", id_field: str | None = None,
+                    block: int = jsonl.BLOCK) -> "Scanner":
+        """Scan a shard's pieces ``(path, start, end)``. JSON lines with the compiled engine take
+        the fused path of :mod:`.jsonl` (raw bytes to folded batches in one kernel, no Python
+        object per document); everything else goes through :func:`.corpus.shard_documents` and
+        :meth:`scan`. Tables and counts are identical either way."""
+        if fmt != "jsonl" or self.kernel is None or not jsonl.available():
+            return self.scan(corpus.shard_documents(shard, fmt, text_field, id_field))
+        for piece in shard:
+            for b in jsonl.iter_batches(tuple(piece), text_field, id_field, block):
+                t0 = time.process_time()
+                self._kernel_batch(b.buf, b.lo, b.hi, b.doc_bytes, b.doc_id)
+                self.seconds += time.process_time() - t0 + b.seconds
+                self.bytes += b.nbytes
+                self.docs += len(b.lo)
+        return self
+
     def _batch_kernel(self, ids: list[str], bufs: list[bytes]) -> None:
-        """The compiled path: one kernel call finds the matches; only the documents with
-        matches are tokenised again (numpy) for verification and evidence."""
         t0 = time.process_time()
         buf = b"\n".join(bufs)
         lens = np.fromiter((len(b) + 1 for b in bufs), dtype=np.int64, count=len(bufs))
         doc_end = np.cumsum(lens)
         doc_start = doc_end - lens
-        ks, slots, js, ncand, wstart = self.kernel.scan(buf, doc_start, doc_end - 1)
+        self._kernel_batch(buf, doc_start, doc_end - 1, lambda d: bufs[d].lower(),
+                           ids.__getitem__)
+        self.seconds += time.process_time() - t0
+
+    def _kernel_batch(self, buf, doc_lo, doc_hi, doc_bytes, doc_id) -> None:
+        """The compiled path: one kernel call finds the matches; only the documents with
+        matches are materialised (``doc_bytes(d)``: normalised, lower-cased; ``doc_id(d)``) and
+        tokenised again (numpy) for verification and evidence."""
+        ks, slots, js, ncand, wstart = self.kernel.scan(buf, doc_lo, doc_hi)
         self.candidates += int(ncand)
         if len(ks):
             idx = self.index
             # a mini-batch of the documents with matches, word indices mapped into it
             kdoc = np.searchsorted(wstart, ks, side="right") - 1
             docs = np.unique(kdoc).tolist()
-            sub = [bufs[d].lower() for d in docs]
+            sub = [doc_bytes(d) for d in docs]
             sub_buf = b"\n".join(sub)
             sub_lens = np.fromiter((len(b) + 1 for b in sub), dtype=np.int64, count=len(sub))
             sub_start = np.cumsum(sub_lens) - sub_lens
@@ -205,8 +228,8 @@ class Scanner:
                 _, bounds, probe, pos = idx.keys[L]
                 for r in range(bounds[jj], bounds[jj + 1]):
                     hits.append((int(probe[r]), int(pos[r]), k + shift[d], L))
-            self._record(hits, sub_buf, starts, ends, word_doc, sub_start, [ids[d] for d in docs])
-        self.seconds += time.process_time() - t0
+            self._record(hits, sub_buf, starts, ends, word_doc, sub_start,
+                         [doc_id(d) for d in docs])
 
     def _batch(self, ids: list[str], bufs: list[bytes]) -> None:
         t0 = time.process_time()

@@ -1,0 +1,764 @@
+"""Fused, compiled JSON-lines input for the lexical scan: raw bytes in, folded documents out.
+
+:func:`iter_batches` streams a shard piece ``(path, start, end)`` (plain with byte ranges, .gz,
+.zst; opened with :func:`.corpus.open_binary`) in blocks of a few MB, cuts each block at its last
+newline (the remainder is carried over) and hands the block to one numba kernel
+(:func:`_extract`). Per line the kernel
+
+* skips blank (whitespace-only) lines, which still count for line numbers;
+* validates the line as one JSON object with a small strict parser (strings with escapes and
+  UTF-8 checked, numbers by the JSON grammar, ``true``/``false``/``null``, nested arrays and
+  objects up to depth ``MAX_DEPTH``);
+* finds the top-level key equal to ``text_field`` and copies its string value, unescaped
+  (``\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX``, surrogate pairs combined), into one output buffer,
+  **folded while copying** exactly as :func:`.hashing.normalise_bytes` folds it: ASCII
+  lower-cased, every non-ASCII character replaced by its entry of a per-code-point table;
+* records the span of the ``id_field`` value (a string without escapes or an integer literal).
+
+Documents are separated by ``\\n`` in the output buffer, which goes straight to
+:meth:`.fastscan.KernelIndex.scan` as ``(doc_lo, doc_hi)`` ranges: no Python object per document.
+Ids and bytes are materialised only for the documents with matches.
+
+**Fallback.** A line the kernel does not handle exactly goes to the per-line Python code
+(:func:`.corpus.parse_line`: orjson/json, the same errors naming file and line), and its text is
+normalised with :func:`.hashing.normalise_bytes`; its document keeps its place in the batch, so
+the scan sees the same documents in the same order as the per-document path and results are
+identical. Fallback lines: invalid JSON (including ``NaN``, bare control characters, a leading
+BOM, depth beyond ``MAX_DEPTH``, a number literal over 1000 characters), escaped or non-ASCII-
+invalid key names, a duplicate text or id key, a text value that is not a string, lone surrogate
+escapes, invalid UTF-8, an id value other than a plain string without escapes or an integer
+literal of at most 18 digits that ``str(int(...))`` gives back (``-0`` is not), a missing text or
+id field, and text with a character that is not context-free (below).
+
+**The folding table** (:func:`tables`, built once per process, ~0.3 s). ``normalise_bytes`` folds
+each maximal *run* of non-ASCII bytes as text: NFKC, ``str.lower``, Unicode punctuation blanked.
+For code points 0..0x1FFFF the table stores ``fold_run_uncached(chr(cp).encode())`` (a pool of
+UTF-8 outputs plus offsets). Folding a run character by character gives the run's result when
+every character is context-free, i.e. NFKC and lower-casing of the run are the concatenation of
+those of its characters; a character is marked context-free unless
+
+* it is a surrogate, a Hangul jamo (conjoining U+1100-11FF, U+A960-A97F, U+D7B0-D7FF,
+  compatibility U+3130-318F, half-width U+FFA0-FFDC), or its category is M* (combining marks);
+* the first character of its NFKD decomposition has a non-zero combining class or can be the
+  second character of a canonical composition (then it could compose with, or reorder
+  against, the character before it);
+* its NFKC form or the lower-cased NFKC form contains U+03A3 (the final-sigma rule of
+  ``str.lower`` depends on the neighbours), a character of category M*, one with a non-zero
+  combining class, or a Hangul jamo.
+
+Composition only joins a starter with a following character that is either a non-starter or
+a "second" of a composition pair, reordering only moves non-starters, and ``str.lower`` is
+context-free except for U+03A3; so for runs of context-free characters per-character folding
+equals run folding (the unit tests also check it on random strings). A line whose text holds a
+character that is not context-free, or one above the table, is a fallback line. Punctuation
+blanking is per character anyway (every pattern of ``hashing._UNI_PUNCT`` is one whole
+character).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+import unicodedata
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from . import corpus as C
+from . import hashing as H
+
+log = logging.getLogger(__name__)
+
+try:  # pragma: no cover - exercised when numba is installed
+    import numba
+except Exception:  # noqa: BLE001 - any import failure means: use the per-document path
+    numba = None
+
+TABLE_N = 0x20000          # code points covered by the folding table
+MAX_DEPTH = 256            # nesting depth the validator follows (deeper: fallback)
+BLOCK = 1 << 22            # bytes read per block
+_JAMO = ((0x1100, 0x1200), (0x3130, 0x3190), (0xA960, 0xA980), (0xD7B0, 0xD800), (0xFFA0, 0xFFDD))
+
+# string byte classes: 0 plain ASCII, 1 '"', 2 '\\', 3 control character, 4 non-ASCII
+_CLS = np.zeros(256, dtype=np.uint8)
+_CLS[:0x20] = 3
+_CLS[ord('"')] = 1
+_CLS[ord("\\")] = 2
+_CLS[0x80:] = 4
+_LOWER = np.arange(256, dtype=np.uint8)
+_LOWER[ord("A"):ord("Z") + 1] += 32
+# bytes.strip() whitespace (a line of only these is blank); \n ends the line
+_BLANK = np.zeros(256, dtype=np.uint8)
+for _c in b" \t\r\x0b\x0c":
+    _BLANK[_c] = 1
+
+
+@dataclass
+class Tables:
+    ok: np.ndarray        # uint8[TABLE_N]: 1 if the code point is context-free
+    off: np.ndarray       # int64[TABLE_N + 1]: its folded UTF-8 is pool[off[cp]:off[cp + 1]]
+    pool: np.ndarray      # uint8
+    max_expand: int       # bound on output bytes per input byte
+
+
+_TABLES: list[Tables] = []
+
+
+def _is_jamo(cp: int) -> bool:
+    return any(a <= cp < b for a, b in _JAMO)
+
+
+def _composition_seconds() -> set[int]:
+    """Code points that can be the second character of a canonical composition."""
+    sec = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))    # Hangul V and T jamo
+    for cp in range(0x30000):
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<"):
+            parts = d.split()
+            if len(parts) == 2:
+                sec.add(int(parts[1], 16))
+    return sec
+
+
+def context_free(cp: int, seconds: set[int]) -> bool:
+    """True when folding ``chr(cp)`` alone gives its share of any run it stands in (module doc)."""
+    if 0xD800 <= cp < 0xE000 or _is_jamo(cp) or cp < 0x80:
+        return False
+    c = chr(cp)
+    if unicodedata.category(c).startswith("M"):
+        return False
+    first = unicodedata.normalize("NFKD", c)[0]
+    if unicodedata.combining(first) or ord(first) in seconds:
+        return False
+    s = unicodedata.normalize("NFKC", c)
+    for x in s + s.lower():
+        if (x == "\u03a3" or unicodedata.category(x).startswith("M") or unicodedata.combining(x)
+                or _is_jamo(ord(x))):
+            return False
+    return True
+
+
+def tables() -> Tables:
+    """The per-code-point folding table (built on first use, once per process)."""
+    if not _TABLES:
+        seconds = _composition_seconds()
+        ok = np.zeros(TABLE_N, dtype=np.uint8)
+        parts: list[bytes] = []
+        lens = np.zeros(TABLE_N, dtype=np.int64)
+        expand = 1
+        for cp in range(0x80, TABLE_N):
+            if not context_free(cp, seconds):
+                continue
+            raw = chr(cp).encode("utf-8")
+            out = H.fold_run_uncached(raw)
+            ok[cp] = 1
+            lens[cp] = len(out)
+            parts.append(out)
+            expand = max(expand, -(-len(out) // len(raw)))
+        off = np.zeros(TABLE_N + 1, dtype=np.int64)
+        np.cumsum(lens, out=off[1:])
+        pool = np.frombuffer(b"".join(parts), dtype=np.uint8).copy()
+        _TABLES.append(Tables(ok, off, pool, expand))
+    return _TABLES[0]
+
+
+# -- the kernel ------------------------------------------------------------------------------
+
+def _ws(buf, i, n):
+    while i < n:
+        c = buf[i]
+        if c == 32 or c == 9 or c == 13:
+            i += 1
+        else:
+            break
+    return i
+
+
+def _utf8(buf, i, n):
+    """(code point, length) of the UTF-8 character at i; length 0 if invalid (strict: no
+    overlong forms, no surrogates, nothing above U+10FFFF)."""
+    c0 = np.int64(buf[i])
+    if c0 < 0xC2:
+        return 0, 0
+    if c0 < 0xE0:
+        if i + 1 < n and (buf[i + 1] & 0xC0) == 0x80:
+            return ((c0 & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F), 2
+        return 0, 0
+    if c0 < 0xF0:
+        if i + 2 >= n:
+            return 0, 0
+        c1 = np.int64(buf[i + 1])
+        c2 = np.int64(buf[i + 2])
+        if (c1 & 0xC0) != 0x80 or (c2 & 0xC0) != 0x80:
+            return 0, 0
+        if (c0 == 0xE0 and c1 < 0xA0) or (c0 == 0xED and c1 >= 0xA0):
+            return 0, 0
+        return ((c0 & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (c2 & 0x3F), 3
+    if c0 < 0xF5:
+        if i + 3 >= n:
+            return 0, 0
+        c1 = np.int64(buf[i + 1])
+        c2 = np.int64(buf[i + 2])
+        c3 = np.int64(buf[i + 3])
+        if (c1 & 0xC0) != 0x80 or (c2 & 0xC0) != 0x80 or (c3 & 0xC0) != 0x80:
+            return 0, 0
+        if (c0 == 0xF0 and c1 < 0x90) or (c0 == 0xF4 and c1 >= 0x90):
+            return 0, 0
+        return (((c0 & 0x07) << 18) | ((c1 & 0x3F) << 12) | ((c2 & 0x3F) << 6)
+                | (c3 & 0x3F)), 4
+    return 0, 0
+
+
+def _hex4(buf, i, n):
+    """Value of 4 hex digits at i, -1 if not."""
+    if i + 4 > n:
+        return -1
+    v = 0
+    for q in range(4):
+        c = buf[i + q]
+        if 48 <= c <= 57:
+            d = c - 48
+        elif 97 <= c <= 102:
+            d = c - 87
+        elif 65 <= c <= 70:
+            d = c - 55
+        else:
+            return -1
+        v = v * 16 + d
+    return v
+
+
+def _escape(buf, i, n):
+    """(code point, index after) of the escape whose backslash is at i; (-1, -1) if invalid or
+    a lone surrogate."""
+    if i + 1 >= n:
+        return -1, -1
+    d = buf[i + 1]
+    if d == 34 or d == 92 or d == 47:
+        return np.int64(d), i + 2
+    if d == 98:
+        return 8, i + 2
+    if d == 102:
+        return 12, i + 2
+    if d == 110:
+        return 10, i + 2
+    if d == 114:
+        return 13, i + 2
+    if d == 116:
+        return 9, i + 2
+    if d != 117:
+        return -1, -1
+    v = _hex4(buf, i + 2, n)
+    if v < 0 or 0xDC00 <= v < 0xE000:
+        return -1, -1
+    if 0xD800 <= v < 0xDC00:
+        if i + 12 > n or buf[i + 6] != 92 or buf[i + 7] != 117:
+            return -1, -1
+        w = _hex4(buf, i + 8, n)
+        if w < 0xDC00 or w >= 0xE000:
+            return -1, -1
+        return 0x10000 + ((v - 0xD800) << 10) + (w - 0xDC00), i + 12
+    return v, i + 6
+
+
+def _skip_string(buf, i, n, cls):
+    """Index after the closing quote of the string whose content starts at i; -1 if invalid."""
+    while i < n:
+        k = cls[buf[i]]
+        if k == 0:
+            i += 1
+        elif k == 1:
+            return i + 1
+        elif k == 2:
+            cp, i = _escape(buf, i, n)
+            if cp < 0:
+                return -1
+        elif k == 3:
+            return -1
+        else:
+            cp, ln = _utf8(buf, i, n)
+            if ln == 0:
+                return -1
+            i += ln
+    return -1
+
+
+def _number(buf, i, n):
+    """Index after the JSON number at i; -1 if invalid or over 1000 characters."""
+    s = i
+    if buf[i] == 45:
+        i += 1
+    if i >= n:
+        return -1
+    c = buf[i]
+    if c == 48:
+        i += 1
+    elif 49 <= c <= 57:
+        while i < n and 48 <= buf[i] <= 57:
+            i += 1
+    else:
+        return -1
+    if i < n and buf[i] == 46:
+        i += 1
+        if i >= n or not (48 <= buf[i] <= 57):
+            return -1
+        while i < n and 48 <= buf[i] <= 57:
+            i += 1
+    if i < n and (buf[i] == 101 or buf[i] == 69):
+        i += 1
+        if i < n and (buf[i] == 43 or buf[i] == 45):
+            i += 1
+        if i >= n or not (48 <= buf[i] <= 57):
+            return -1
+        while i < n and 48 <= buf[i] <= 57:
+            i += 1
+    if i - s > 1000:
+        return -1
+    return i
+
+
+def _literal(buf, i, n, a, b, c, d, e, ln):
+    if i + ln > n or buf[i] != a or buf[i + 1] != b or buf[i + 2] != c or buf[i + 3] != d:
+        return -1
+    if ln == 5 and buf[i + 4] != e:
+        return -1
+    return i + ln
+
+
+def _member_key(buf, i, n, cls):
+    """At a member's key (i at its quote): index of its value (after ':' and spaces), -1."""
+    if i >= n or buf[i] != 34:
+        return -1
+    i = _skip_string(buf, i + 1, n, cls)
+    if i < 0:
+        return -1
+    i = _ws(buf, i, n)
+    if i >= n or buf[i] != 58:
+        return -1
+    return _ws(buf, i + 1, n)
+
+
+def _skip_value(buf, i, n, cls, stack):
+    """Index after the JSON value at i (nested containers followed with ``stack``); -1."""
+    depth = 0
+    while True:
+        if i >= n:
+            return -1
+        c = buf[i]
+        if c == 34:
+            i = _skip_string(buf, i + 1, n, cls)
+        elif c == 123 or c == 91:
+            j = _ws(buf, i + 1, n)
+            if j < n and buf[j] == c + 2:           # '}' or ']': empty
+                i = j + 1
+            else:
+                if depth >= stack.shape[0]:
+                    return -1
+                stack[depth] = c
+                depth += 1
+                i = _member_key(buf, j, n, cls) if c == 123 else j
+                if i < 0:
+                    return -1
+                continue
+        elif c == 45 or 48 <= c <= 57:
+            i = _number(buf, i, n)
+        elif c == 116:
+            i = _literal(buf, i, n, 116, 114, 117, 101, 0, 4)
+        elif c == 102:
+            i = _literal(buf, i, n, 102, 97, 108, 115, 101, 5)
+        elif c == 110:
+            i = _literal(buf, i, n, 110, 117, 108, 108, 0, 4)
+        else:
+            return -1
+        if i < 0:
+            return -1
+        while True:                                  # after a complete value
+            if depth == 0:
+                return i
+            i = _ws(buf, i, n)
+            if i >= n:
+                return -1
+            c = buf[i]
+            top = stack[depth - 1]
+            if c == 44:
+                i = _ws(buf, i + 1, n)
+                if top == 123:
+                    i = _member_key(buf, i, n, cls)
+                    if i < 0:
+                        return -1
+                break
+            if c == top + 2:
+                depth -= 1
+                i += 1
+                continue
+            return -1
+
+
+def _text(buf, i, n, out, o, cls, lower, ok, off, pool):
+    """Copy the string content at i into out[o:], unescaped and folded; returns (index after
+    the closing quote, new o, UTF-8 length of the unfolded text), index -1 for a fallback."""
+    raw = 0
+    while i < n:
+        c = buf[i]
+        k = cls[c]
+        if k == 0:
+            out[o] = lower[c]
+            o += 1
+            i += 1
+            raw += 1
+            continue
+        if k == 1:
+            return i + 1, o, raw
+        if k == 3:
+            return -1, o, raw
+        if k == 2:
+            cp, i = _escape(buf, i, n)
+            if cp < 0:
+                return -1, o, raw
+            if cp < 0x80:
+                out[o] = lower[cp]
+                o += 1
+                raw += 1
+                continue
+            raw += 2 if cp < 0x800 else (3 if cp < 0x10000 else 4)
+        else:
+            cp, ln = _utf8(buf, i, n)
+            if ln == 0:
+                return -1, o, raw
+            i += ln
+            raw += ln
+        if cp >= ok.shape[0] or ok[cp] == 0:
+            return -1, o, raw
+        for q in range(off[cp], off[cp + 1]):
+            out[o] = pool[q]
+            o += 1
+    return -1, o, raw
+
+
+def _key_is(buf, a, b, key):
+    if b - a != key.shape[0]:
+        return False
+    for q in range(b - a):
+        if buf[a + q] != key[q]:
+            return False
+    return True
+
+
+def _object(buf, i, n, key_text, key_id, has_id, cls, lower, ok, off, pool, stack, out, o,
+            res):
+    """One line's object at i: res = [end, doc lo, doc hi, raw length, id lo, id hi]; returns
+    the new output position, res[0] = -1 for a fallback."""
+    res[0] = -1
+    o0 = o
+    i = _ws(buf, i, n)
+    if i >= n or buf[i] != 123:
+        return o0
+    i = _ws(buf, i + 1, n)
+    seen_t = False
+    seen_i = False
+    while True:
+        if i >= n or buf[i] != 34:
+            return o0
+        ks = i + 1
+        i = ks
+        while i < n:                                # key: no escapes
+            k = cls[buf[i]]
+            if k == 0:
+                i += 1
+            elif k == 4:
+                cp, ln = _utf8(buf, i, n)
+                if ln == 0:
+                    return o0
+                i += ln
+            else:
+                break
+        if i >= n or buf[i] != 34:
+            return o0
+        ke = i
+        i = _ws(buf, i + 1, n)
+        if i >= n or buf[i] != 58:
+            return o0
+        i = _ws(buf, i + 1, n)
+        if i >= n:
+            return o0
+        if _key_is(buf, ks, ke, key_text):
+            if seen_t or buf[i] != 34:
+                return o0
+            seen_t = True
+            if o > 0:
+                out[o] = 10
+                o += 1
+            res[1] = o
+            i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, ok, off, pool)
+            if i < 0:
+                return o0
+            res[2] = o
+            res[3] = raw
+        elif has_id and _key_is(buf, ks, ke, key_id):
+            if seen_i:
+                return o0
+            seen_i = True
+            c = buf[i]
+            if c == 34:
+                a = i + 1
+                i = a
+                while i < n:                        # no escapes
+                    k = cls[buf[i]]
+                    if k == 0:
+                        i += 1
+                    elif k == 4:
+                        cp, ln = _utf8(buf, i, n)
+                        if ln == 0:
+                            return o0
+                        i += ln
+                    else:
+                        break
+                if i >= n or buf[i] != 34:
+                    return o0
+                res[4] = a
+                res[5] = i
+                i += 1
+            elif c == 45 or 48 <= c <= 57:
+                a = i
+                j = _number(buf, i, n)
+                if j < 0:
+                    return o0
+                digits = j - a - (1 if c == 45 else 0)
+                for q in range(a, j):               # integer literals only
+                    if buf[q] == 46 or buf[q] == 101 or buf[q] == 69:
+                        return o0
+                if digits > 18 or (c == 45 and buf[a + 1] == 48):
+                    return o0                       # (str(int('-0')) == '0')
+                res[4] = a
+                res[5] = j
+                i = j
+            else:
+                return o0
+        else:
+            i = _skip_value(buf, i, n, cls, stack)
+            if i < 0:
+                return o0
+        i = _ws(buf, i, n)
+        if i >= n:
+            return o0
+        c = buf[i]
+        if c == 44:
+            i = _ws(buf, i + 1, n)
+            continue
+        if c == 125:
+            i += 1
+            break
+        return o0
+    i = _ws(buf, i, n)
+    if (i < n and buf[i] != 10) or not seen_t or (has_id and not seen_i):
+        return o0
+    res[0] = i
+    return o
+
+
+def _extract(buf, key_text, key_id, has_id, cls, lower, blank, ok, off, pool, out, ls, st, dlo,
+             dhi, draw, ilo, ihi, stack):
+    """All lines of ``buf`` (whole lines; the last one may lack its newline): per line its
+    start ``ls`` (plus ``ls[lines] = len(buf)``), status ``st`` (0 document, 1 blank,
+    2 fallback), document range in ``out``, UTF-8 length of the text and id span. Returns
+    (lines, bytes used in out)."""
+    n = buf.shape[0]
+    res = np.zeros(6, dtype=np.int64)
+    p = 0
+    nl = 0
+    o = 0
+    while p < n:
+        ls[nl] = p
+        j = p
+        while j < n and blank[buf[j]] != 0:
+            j += 1
+        if j >= n or buf[j] == 10:
+            st[nl] = 1
+            p = j + 1
+            nl += 1
+            continue
+        o = _object(buf, p, n, key_text, key_id, has_id, cls, lower, ok, off, pool, stack, out, o,
+                    res)
+        e = res[0]
+        if e >= 0:
+            st[nl] = 0
+            dlo[nl] = res[1]
+            dhi[nl] = res[2]
+            draw[nl] = res[3]
+            ilo[nl] = res[4]
+            ihi[nl] = res[5]
+        else:
+            st[nl] = 2
+            e = j
+            while e < n and buf[e] != 10:
+                e += 1
+        p = e + 1
+        nl += 1
+    ls[nl] = n
+    return nl, o
+
+
+_JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_number", "_literal", "_member_key",
+        "_skip_value", "_text", "_key_is", "_object", "_extract")
+if numba is not None:
+    for _name in _JIT:
+        globals()[_name] = numba.njit(cache=True, nogil=True)(globals()[_name])
+_STATE: dict[str, bool] = {}
+
+
+# -- the reader ------------------------------------------------------------------------------
+
+def _chunks(path: str, start: int, end: int, block: int) -> Iterator[tuple[int, bytes]]:
+    """(file offset, whole lines) blocks of the lines that start in [start, end) (end -1: to
+    the end of the file), as :func:`.corpus._lines` delimits them."""
+    with C.open_binary(path) as fh:
+        pos = 0
+        if start > 0:
+            fh.seek(start - 1)
+            pos = start - 1 + len(fh.readline())   # finish the line that straddles the cut
+        carry = b""
+        while end < 0 or pos < end:
+            data = fh.read(block)
+            if data:
+                buf = carry + data if carry else data
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = buf                    # a line longer than the block
+                    continue
+            else:
+                buf, cut = carry, len(carry)       # the last line, without a newline
+                if not buf:
+                    return
+            chunk, carry = buf[:cut], buf[cut:]
+            if end >= 0 and pos + cut > end:       # stop after the line holding byte end - 1
+                j = chunk.find(b"\n", end - 1 - pos)
+                yield pos, chunk if j < 0 else chunk[:j + 1]
+                return
+            yield pos, chunk
+            pos += cut
+            if not data:
+                return
+
+
+@dataclass
+class Batch:
+    """The documents of one block. ``buf[lo[d]:hi[d]]`` is document d, folded; ``buf`` is reused
+    by the next batch, so a batch must be used before the iterator advances."""
+    buf: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    nbytes: int                       # UTF-8 bytes of the documents' text (before folding)
+    seconds: float                    # CPU time of extraction and fallback parsing
+    doc_id: Callable[[int], str]
+    fallbacks: int                    # lines parsed by the Python fallback
+
+    def doc_bytes(self, d: int) -> bytes:
+        return self.buf[self.lo[d]:self.hi[d]].tobytes()
+
+
+class _Arrays:
+    def __init__(self):
+        self.n = 0
+        self.lines = 0
+
+    def ensure(self, nbytes: int, lines: int, expand: int) -> None:
+        if lines > self.lines:
+            self.lines = max(lines, 2 * self.lines)
+            m = self.lines + 1
+            self.ls = np.empty(m, dtype=np.int64)
+            self.st = np.empty(m, dtype=np.uint8)
+            self.dlo, self.dhi, self.draw, self.ilo, self.ihi = (
+                np.zeros(m, dtype=np.int64) for _ in range(5))
+        if nbytes > self.n:
+            self.n = max(nbytes, 2 * self.n)
+            self.out = np.empty(self.n * expand + 64, dtype=np.uint8)   # pages used on touch
+
+
+def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
+                 block: int = BLOCK) -> Iterator[Batch]:
+    """Batches of one JSON-lines shard piece ``(path, start, end)``; documents, ids, text bytes
+    and errors exactly as :func:`.corpus.iter_documents` gives them."""
+    path, start, end = piece
+    T = tables()
+    key_text = np.frombuffer(text_field.encode("utf-8"), dtype=np.uint8)
+    key_id = np.frombuffer((id_field or "").encode("utf-8"), dtype=np.uint8)
+    stack = np.empty(MAX_DEPTH, dtype=np.uint8)
+    A = _Arrays()
+    lineno: int | None = 0 if start <= 0 else None
+    for base, chunk in _chunks(path, start, end, block):
+        t0 = time.process_time()
+        A.ensure(len(chunk), chunk.count(b"\n") + 1, T.max_expand)
+        arr = np.frombuffer(chunk, dtype=np.uint8)
+        nl, used = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _BLANK, T.ok,
+                            T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
+                            stack)
+        st = A.st[:nl]
+        lines = np.flatnonzero(st != 1)
+        lo, hi = A.dlo[lines], A.dhi[lines]
+        nbytes = int(A.draw[:nl][st == 0].sum())
+        out = A.out
+        fb_ids: dict[int, str] = {}
+        fb = np.flatnonzero(st == 2)
+        if len(fb):
+            where = np.searchsorted(lines, fb)
+            keep = np.ones(len(lines), dtype=bool)
+            for li, k in zip(fb.tolist(), where.tolist()):
+                a, b = int(A.ls[li]), int(A.ls[li + 1])
+                doc = C.parse_line(path, base + a, None if lineno is None else lineno + li + 1,
+                                   chunk[a:b], text_field, id_field)
+                if doc is None:                    # (blank by bytes.strip; the kernel agrees)
+                    keep[k] = False
+                    continue
+                fb_ids[li] = doc[0]
+                nbytes += len(doc[1])
+                t = b"\n" + H.normalise_bytes(doc[1])
+                if used + len(t) > len(out):
+                    out = np.concatenate((out[:used], np.zeros(len(t) + len(out), np.uint8)))
+                out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
+                lo[k], hi[k] = used + 1, used + len(t)
+                used += len(t)
+            lines, lo, hi = lines[keep], lo[keep], hi[keep]
+        ls = A.ls[lines]
+        if id_field:
+            ilo, ihi = A.ilo[lines], A.ihi[lines]
+
+            def doc_id(d, lines=lines, ilo=ilo, ihi=ihi, chunk=chunk, fb_ids=fb_ids):
+                li = int(lines[d])
+                if li in fb_ids:
+                    return fb_ids[li]
+                return chunk[ilo[d]:ihi[d]].decode("utf-8")
+        elif lineno is not None:
+            def doc_id(d, lines=lines, first=lineno + 1):
+                return f"{path}:{first + int(lines[d])}"
+        else:
+            def doc_id(d, ls=ls, base=base):
+                return f"{path}@{base + int(ls[d])}"
+        seconds = time.process_time() - t0
+        yield Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb))
+        if lineno is not None:
+            lineno += nl
+
+
+def available() -> bool:
+    """True when the extraction kernel compiles and runs (numba present, not disabled)."""
+    if numba is None or os.environ.get("CSBENCH_NUMBA", "1").strip().lower() in (
+            "0", "false", "no", "off"):
+        return False
+    if "ok" not in _STATE:
+        ok = False
+        try:
+            A = _Arrays()
+            A.ensure(64, 4, 4)
+            T = tables()
+            buf = np.frombuffer(b'{"text": "A\\u00e9", "n": [1, {"x": null}]}\n\n', np.uint8)
+            nl, used = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
+                                False, _CLS, _LOWER, _BLANK, T.ok, T.off, T.pool, A.out, A.ls,
+                                A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
+                                np.empty(MAX_DEPTH, np.uint8))
+            ok = nl == 2 and A.out[:used].tobytes() == "aé".encode()
+        except Exception as exc:  # noqa: BLE001 - fall back on any compile/run failure
+            log.warning("numba JSON-lines kernel unavailable (%s); using the per-document path",
+                        exc)
+        _STATE["ok"] = ok
+    return _STATE["ok"]
