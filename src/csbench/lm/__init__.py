@@ -39,8 +39,10 @@ single-token continuations are answered from one forward pass; requests that sha
 sequence and scored in ONE forward pass with tree attention (a 4-D mask: each token attends to its
 ancestors and itself; position ids = depth), so every shared token runs once
 (``share_prefix=True``; models whose attention takes no 4-D mask use a KV-cache second pass);
-exact duplicate requests are scored once; transformers' Python tanh-GELU is swapped for the fused
-kernel of the same formula.
+exact duplicate requests are scored once; the last decoder layer runs only at the scored
+positions (its keys/values at all positions are captured from the layer itself, see
+:mod:`csbench.lm.lastlayer`; checked once per model against a full pass); transformers' Python
+tanh-GELU is swapped for the fused kernel of the same formula.
 Results do not depend on batch size or order (fp32: |difference| <= 1e-5; the log-softmax is
 always computed in fp32).
 """
