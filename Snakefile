@@ -3,6 +3,7 @@
 import os
 
 from csbench.config import validate as validate_config
+from csbench.runtime import job_environment
 from csbench.wordnet import use_nltk_data
 
 
@@ -14,6 +15,7 @@ report: "workflow/report/workflow.rst"
 
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 use_nltk_data(config["nltk_data"])  # exported to every job
+job_environment()  # OpenMP workers sleep when idle (jobs share cores); see csbench.runtime
 
 
 include: "workflow/rules/common.smk"

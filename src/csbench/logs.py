@@ -31,6 +31,11 @@ def setup_logging(log_path=None, level: int = logging.INFO) -> logging.Logger:
 
 
 def snakemake_logger(snakemake) -> logging.Logger:
-    """Configure logging from a Snakemake ``script:`` object (uses its first log file)."""
+    """Configure a Snakemake ``script:`` job: logging to its first log file, and the thread
+    pools of the process capped at the rule's ``threads`` (:func:`csbench.runtime.limit_threads`).
+    """
+    from .runtime import limit_threads
+
+    limit_threads(getattr(snakemake, "threads", None))
     log = snakemake.log[0] if len(snakemake.log) else None
     return setup_logging(log)
