@@ -19,6 +19,12 @@
    the kernel (numpy engine + json), and a straightforward pure-Python 13-gram set lookup (the
    baseline), all in the same run. Writes a JSON report (``--report``).
    ``--reuse --skip-correctness`` measures throughput only on an already generated corpus.
+4. Throughput per file type (plain, .zst, .gz; ``--skip-by-type`` leaves it out), same rounds,
+   MB of document text per CPU-second: read + decompress only, read + orjson parse, the
+   per-document numba scan, the fused JSON-lines scan (:mod:`csbench.contamination.jsonl`, what
+   the workflow runs) and the pure-Python baseline, with the fused path's same-run ratios.
+   The correctness part (2.) scans with the fused path and checks that the per-document path
+   gives the identical table and counts.
 """
 from __future__ import annotations
 
@@ -39,12 +45,13 @@ import zstandard
 
 from csbench.contamination import corpus as C
 from csbench.contamination.items import extract
-from csbench.contamination import fastscan
+from csbench.contamination import fastscan, jsonl
 from csbench.contamination.scan import ProbeIndex, Scanner
 from csbench.text import fold
 
 N = 13
 HAVE_KERNEL = fastscan.available()
+HAVE_FUSED = HAVE_KERNEL and jsonl.available()
 DOC_CHARS = 64_000
 
 
@@ -135,10 +142,15 @@ def generate(out: Path, target: int, wg: pd.DataFrame, ww: pd.DataFrame, seed: i
 
 
 def _scan_file(args):
-    path, probes, engine = args
+    path, probes, engine = args[:3]
+    fused = len(args) > 3 and args[3] == "fused"
     idx = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
     t0 = time.process_time()
-    s = Scanner(idx, engine=engine).scan(C.iter_documents((path, 0, -1), "jsonl", "text", "id"))
+    if fused:     # the fused JSON-lines path (what the workflow's scan rule runs)
+        s = Scanner(idx, engine=engine).scan_pieces([(path, 0, -1)], "jsonl", "text", "id")
+    else:
+        s = Scanner(idx, engine=engine).scan(C.iter_documents((path, 0, -1), "jsonl", "text",
+                                                              "id"))
     cpu = time.process_time() - t0
     return path, s.table(), dict(s.stats(), cpu_s=cpu)
 
@@ -152,10 +164,21 @@ def correctness(a, files: list[str], gen: dict, probes: pd.DataFrame, report: di
     """Full scan of every file (``--jobs`` processes) and the brute-force checks."""
     # -- full scan, correctness --------------------------------------------------------------
     t = time.time()
+    mode = "fused" if HAVE_FUSED else "documents"
     with ProcessPoolExecutor(a.jobs) as ex:
-        res = list(ex.map(_scan_file, [(f, probes, "auto") for f in files]))
+        res = list(ex.map(_scan_file, [(f, probes, "auto", mode) for f in files]))
     report["scan_wall_s"] = round(time.time() - t, 1)
+    report["scan_path"] = mode
     table = pd.concat([r[1] for r in res], ignore_index=True)
+    if HAVE_FUSED:   # the per-document numba path: tables and counts must be identical
+        with ProcessPoolExecutor(a.jobs) as ex:
+            res_doc = list(ex.map(_scan_file, [(f, probes, "auto") for f in files]))
+        table_doc = pd.concat([r[1] for r in res_doc], ignore_index=True)
+        report["full_scan_fused_equals_per_document"] = bool(
+            table.astype(str).equals(table_doc.astype(str))
+            and all((r[2]["bytes"], r[2]["documents"], r[2]["candidates"])
+                    == (q[2]["bytes"], q[2]["documents"], q[2]["candidates"])
+                    for r, q in zip(res, res_doc)))
     if HAVE_KERNEL:   # the whole corpus again with the numpy path: tables must be identical
         with ProcessPoolExecutor(a.jobs) as ex:
             res_np = list(ex.map(_scan_file, [(f, probes, "numpy") for f in files]))
@@ -223,6 +246,86 @@ def correctness(a, files: list[str], gen: dict, probes: pd.DataFrame, report: di
     report["numba_vs_numpy_table_mismatches"] = engine_mism if HAVE_KERNEL else None
 
 
+def by_file_type(a, files, idx, idx2, grams, report) -> None:
+    """Throughput per file type (plain, .zst, .gz) in one process, ``--rounds`` alternating
+    rounds (median; every round kept), all as MB of document text per CPU-second: reading and
+    decompressing only, reading + orjson parsing, the per-document numba scan (ngram), the fused
+    JSON-lines scan (ngram; exact + ngram), and the pure-Python 13-gram set lookup."""
+    limit = int(a.sample_mb * 1e6)
+    blimit = int(a.baseline_mb * 1e6)
+    kinds = {"plain": files[0], "zst": [f for f in files if f.endswith(".zst")][0],
+             "gz": [f for f in files if f.endswith(".gz")][0]}
+    sample = {}      # decompressed bytes of the sample prefix and its text bytes
+    for kind, f in kinds.items():
+        d = t = 0
+        for pos, lineno, line in C._lines(f, 0, -1):
+            d += len(line)
+            doc = C.parse_line(f, pos, lineno, line, "text", "id")
+            t += len(doc[1]) if doc else 0
+            if t >= limit:
+                break
+        sample[kind] = (d, t)
+
+    def docs(f, lim):
+        n = 0
+        for doc in C.iter_documents((f, 0, -1), "jsonl", "text", "id"):
+            yield doc
+            n += len(doc[1])
+            if n >= lim:
+                return
+
+    runs: dict[str, dict[str, list[float]]] = {k: {} for k in kinds}
+    for _ in range(a.rounds):
+        for kind, f in kinds.items():
+            r = runs[kind]
+            d, t = sample[kind]
+            t0 = time.process_time()
+            n = 0
+            with C.open_binary(f) as fh:
+                while n < d:
+                    b = fh.read(1 << 22)
+                    if not b:
+                        break
+                    n += len(b)
+            r.setdefault("read_decompress", []).append(n * t / d / 1e6 / (time.process_time() - t0))
+            t0 = time.process_time()
+            nb = sum(len(x) for _, x in docs(f, limit))
+            r.setdefault("read_parse_orjson", []).append(nb / 1e6 / (time.process_time() - t0))
+            if HAVE_KERNEL:
+                t0 = time.process_time()
+                sc = Scanner(idx, engine="numba").scan(docs(f, limit))
+                r.setdefault("ngram_per_document_numba", []).append(
+                    sc.bytes / 1e6 / (time.process_time() - t0))
+            if HAVE_FUSED:
+                for name, ix in (("ngram_fused", idx), ("exact_plus_ngram_fused", idx2)):
+                    t0 = time.process_time()
+                    sc = Scanner(ix).scan_pieces([(f, 0, -1)], "jsonl", "text", "id",
+                                                 max_bytes=limit)
+                    r.setdefault(name, []).append(sc.bytes / 1e6 / (time.process_time() - t0))
+            t0 = time.process_time()
+            nb = 0
+            for _, text in docs(f, blimit):
+                nb += len(text)
+                w = fold(text.decode("utf-8", errors="replace")).split()
+                for j in range(len(w) - N + 1):
+                    tuple(w[j:j + N]) in grams
+            r.setdefault("pure_python_set_lookup", []).append(nb / 1e6 / (time.process_time() - t0))
+    out = {}
+    for kind, r in runs.items():
+        med = {k + "_MBps": round(float(sorted(v)[len(v) // 2]), 1) for k, v in r.items()}
+        if HAVE_FUSED:
+            fz = med["ngram_fused_MBps"]
+            for base in ("read_decompress", "read_parse_orjson", "ngram_per_document_numba",
+                         "pure_python_set_lookup"):
+                if base + "_MBps" in med:
+                    med[f"ngram_fused_vs_{base}"] = round(fz / med[base + "_MBps"], 2)
+        med["sample_text_MB"] = round(sample[kind][1] / 1e6, 1)
+        out[kind] = med
+        report.setdefault("by_file_type_rounds", {})[kind] = {
+            k: [round(x, 1) for x in v] for k, v in r.items()}
+    report["throughput_by_file_type_one_core"] = out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default="/tmp/c7_corpus")
@@ -238,6 +341,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="alternating throughput rounds")
     ap.add_argument("--skip-correctness", action="store_true",
                     help="throughput only (needs a generated corpus)")
+    ap.add_argument("--skip-by-type", action="store_true",
+                    help="skip the per-file-type table (plain/.zst/.gz, fused path)")
     a = ap.parse_args()
     out = Path(a.out)
     from csbench.data import winogrande as wgmod, winowhat as wwmod
@@ -363,6 +468,8 @@ def main():
     tp["sample_MB"] = s.bytes / 1e6
     tp["baseline_MB"] = nb / 1e6
     report["throughput_one_core"] = {k: round(v, 2) for k, v in tp.items()}
+    if not a.skip_by_type:
+        by_file_type(a, files, idx, idx2, grams, report)
     Path(a.report).write_text(json.dumps(report, indent=1, default=str))
     print(json.dumps({k: v for k, v in report.items() if not k.startswith("per_file")}, indent=1,
                      default=str))

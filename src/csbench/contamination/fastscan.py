@@ -8,8 +8,11 @@ bit table and then by binary search in the sorted probe keys. It returns only th
 (start word, length slot, key index), so nothing per word is materialised. n-grams never cross a
 document boundary (the rolling state restarts at each document).
 
-Non-ASCII documents are normalised in Python first (:func:`.hashing.normalise_bytes`); the kernel
-then sees the same bytes the numpy path sees, so results are identical. Without numba (not
+On the per-document path non-ASCII documents are normalised in Python first
+(:func:`.hashing.normalise_bytes`); on the fused JSON-lines path (:mod:`.jsonl`) the extraction
+kernel has folded them already. Either way the kernel sees the same bytes the numpy path sees, so
+results are identical. ``buf`` may be ``bytes`` or a uint8 array; document ranges need not be
+contiguous or in buffer order, only non-overlapping. Without numba (not
 installed, fails to compile, or ``CSBENCH_NUMBA=0``) :func:`available` is False and the scanner
 keeps its numpy path. Compiled code is cached on disk (``cache=True``), so the compile cost (a few
 seconds) is paid once per installation, not per job.

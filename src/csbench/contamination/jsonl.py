@@ -88,6 +88,10 @@ _CLS[ord("\\")] = 2
 _CLS[0x80:] = 4
 _LOWER = np.arange(256, dtype=np.uint8)
 _LOWER[ord("A"):ord("Z") + 1] += 32
+# one-character escapes: the byte after the backslash -> the character, lower-cased
+_ESC = np.zeros(256, dtype=np.uint8)
+for _k, _v in zip(b'"\\/bfnrt', b'"\\/\b\f\n\r\t'):
+    _ESC[_k] = _v
 # bytes.strip() whitespace (a line of only these is blank); \n ends the line
 _BLANK = np.zeros(256, dtype=np.uint8)
 for _c in b" \t\r\x0b\x0c":
@@ -395,45 +399,53 @@ def _skip_value(buf, i, n, cls, stack):
             return -1
 
 
-def _text(buf, i, n, out, o, cls, lower, ok, off, pool):
+def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool):
     """Copy the string content at i into out[o:], unescaped and folded; returns (index after
     the closing quote, new o, UTF-8 length of the unfolded text), index -1 for a fallback."""
-    raw = 0
-    while i < n:
-        c = buf[i]
-        k = cls[c]
-        if k == 0:
+    adj = -1 - i                  # UTF-8 length = bytes consumed + adj (escapes adjust adj)
+    while True:
+        while i < n:                                # the hot loop: plain ASCII
+            c = buf[i]
+            if cls[c] != 0:
+                break
             out[o] = lower[c]
             o += 1
             i += 1
-            raw += 1
-            continue
+        if i >= n:
+            return -1, o, 0
+        c = buf[i]
+        k = cls[c]
         if k == 1:
-            return i + 1, o, raw
+            return i + 1, o, i + 1 + adj
         if k == 3:
-            return -1, o, raw
+            return -1, o, 0
         if k == 2:
+            if i + 1 < n and esc[buf[i + 1]] != 0:   # a one-character escape, folded directly
+                out[o] = esc[buf[i + 1]]
+                o += 1
+                i += 2
+                adj -= 1
+                continue
+            j = i
             cp, i = _escape(buf, i, n)
             if cp < 0:
-                return -1, o, raw
+                return -1, o, 0
             if cp < 0x80:
                 out[o] = lower[cp]
                 o += 1
-                raw += 1
+                adj -= i - j - 1
                 continue
-            raw += 2 if cp < 0x800 else (3 if cp < 0x10000 else 4)
+            adj -= i - j - (2 if cp < 0x800 else (3 if cp < 0x10000 else 4))
         else:
             cp, ln = _utf8(buf, i, n)
             if ln == 0:
-                return -1, o, raw
+                return -1, o, 0
             i += ln
-            raw += ln
         if cp >= ok.shape[0] or ok[cp] == 0:
-            return -1, o, raw
+            return -1, o, 0
         for q in range(off[cp], off[cp + 1]):
             out[o] = pool[q]
             o += 1
-    return -1, o, raw
 
 
 def _key_is(buf, a, b, key):
@@ -445,8 +457,8 @@ def _key_is(buf, a, b, key):
     return True
 
 
-def _object(buf, i, n, key_text, key_id, has_id, cls, lower, ok, off, pool, stack, out, o,
-            res):
+def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack, out,
+            o, res):
     """One line's object at i: res = [end, doc lo, doc hi, raw length, id lo, id hi]; returns
     the new output position, res[0] = -1 for a fallback."""
     res[0] = -1
@@ -490,7 +502,7 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, ok, off, pool, stac
                 out[o] = 10
                 o += 1
             res[1] = o
-            i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, ok, off, pool)
+            i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, esc, ok, off, pool)
             if i < 0:
                 return o0
             res[2] = o
@@ -557,8 +569,8 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, ok, off, pool, stac
     return o
 
 
-def _extract(buf, key_text, key_id, has_id, cls, lower, blank, ok, off, pool, out, ls, st, dlo,
-             dhi, draw, ilo, ihi, stack):
+def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, pool, out, ls, st,
+             dlo, dhi, draw, ilo, ihi, stack):
     """All lines of ``buf`` (whole lines; the last one may lack its newline): per line its
     start ``ls`` (plus ``ls[lines] = len(buf)``), status ``st`` (0 document, 1 blank,
     2 fallback), document range in ``out``, UTF-8 length of the text and id span. Returns
@@ -578,8 +590,8 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, blank, ok, off, pool, ou
             p = j + 1
             nl += 1
             continue
-        o = _object(buf, p, n, key_text, key_id, has_id, cls, lower, ok, off, pool, stack, out, o,
-                    res)
+        o = _object(buf, p, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack, out,
+                    o, res)
         e = res[0]
         if e >= 0:
             st[nl] = 0
@@ -690,7 +702,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         t0 = time.process_time()
         A.ensure(len(chunk), chunk.count(b"\n") + 1, T.max_expand)
         arr = np.frombuffer(chunk, dtype=np.uint8)
-        nl, used = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _BLANK, T.ok,
+        nl, used = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC, _BLANK, T.ok,
                             T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
                             stack)
         st = A.st[:nl]
@@ -753,7 +765,7 @@ def available() -> bool:
             T = tables()
             buf = np.frombuffer(b'{"text": "A\\u00e9", "n": [1, {"x": null}]}\n\n', np.uint8)
             nl, used = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
-                                False, _CLS, _LOWER, _BLANK, T.ok, T.off, T.pool, A.out, A.ls,
+                                False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out, A.ls,
                                 A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
                                 np.empty(MAX_DEPTH, np.uint8))
             ok = nl == 2 and A.out[:used].tobytes() == "aé".encode()

@@ -14,6 +14,11 @@ Documents are batched into buffers of about ``batch_bytes``; each batch is token
 with numpy (:mod:`.hashing`), n-grams that cross a document boundary are dropped, candidates pass a
 bit-table pre-filter and a binary search, and every surviving hit is verified word by word, so a
 hash collision can never report a false match. Memory depends on the probes and the batch size only.
+
+:meth:`Scanner.scan_pieces` (what the workflow runs) takes shard pieces instead of documents: JSON
+lines with the compiled engine go through the fused reader of :mod:`.jsonl` (blocks of raw bytes
+to folded document buffers in one numba kernel, straight into the scan kernel), everything else
+through :meth:`Scanner.scan`; results and counts are identical.
 """
 from __future__ import annotations
 
@@ -175,13 +180,15 @@ class Scanner:
         return self
 
     def scan_pieces(self, shard, fmt: str, text_field: str = "text", id_field: str | None = None,
-                    block: int = jsonl.BLOCK) -> "Scanner":
+                    block: int = jsonl.BLOCK, max_bytes: int | None = None) -> "Scanner":
         """Scan a shard's pieces ``(path, start, end)``. JSON lines with the compiled engine take
         the fused path of :mod:`.jsonl` (raw bytes to folded batches in one kernel, no Python
         object per document); everything else goes through :func:`.corpus.shard_documents` and
-        :meth:`scan`. Tables and counts are identical either way."""
+        :meth:`scan`. Tables and counts are identical either way. ``max_bytes`` (benchmarks)
+        stops after the block or document in which that many text bytes were scanned."""
         if fmt != "jsonl" or self.kernel is None or not jsonl.available():
-            return self.scan(corpus.shard_documents(shard, fmt, text_field, id_field))
+            docs = corpus.shard_documents(shard, fmt, text_field, id_field)
+            return self.scan(docs if max_bytes is None else _upto(docs, max_bytes))
         for piece in shard:
             for b in jsonl.iter_batches(tuple(piece), text_field, id_field, block):
                 t0 = time.process_time()
@@ -189,6 +196,8 @@ class Scanner:
                 self.seconds += time.process_time() - t0 + b.seconds
                 self.bytes += b.nbytes
                 self.docs += len(b.lo)
+                if max_bytes is not None and self.bytes >= max_bytes:
+                    return self
         return self
 
     def _batch_kernel(self, ids: list[str], bufs: list[bytes]) -> None:
@@ -371,6 +380,15 @@ class Scanner:
         return dict(documents=self.docs, bytes=self.bytes, candidates=self.candidates,
                     seconds=round(self.seconds, 3),
                     mb_per_s=round(self.bytes / 1e6 / self.seconds, 1) if self.seconds else None)
+
+
+def _upto(documents, max_bytes: int):
+    n = 0
+    for doc in documents:
+        yield doc
+        n += len(doc[1])
+        if n >= max_bytes:
+            return
 
 
 SHARD_COLUMNS = ["benchmark", "item_id", "probe", "method", "positions", "n_positions", "span",
