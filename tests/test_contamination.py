@@ -482,3 +482,57 @@ def test_scan_pieces_without_kernel(tmp_path, monkeypatch):
     ref = Scanner(idx).scan(C.shard_documents(shard, "jsonl", "text", "id")).table()
     pd.testing.assert_frame_equal(t, ref)
     assert t.query("method == 'exact' and probe == 'option2'")["count"].iloc[0] == 3
+
+
+def _kernel_word_hashes(doc: bytes) -> list[int]:
+    """Pass 1 of the per-document scan kernel (fastscan._word_hashes) on one folded document,
+    spread to 64 bits as the kernel spreads them."""
+    arr = np.frombuffer(doc, dtype=np.uint8)
+    hw = np.zeros(len(arr) // 2 + 2, dtype=np.uint64)
+    k, ok = fastscan._word_hashes(arr, 0, len(arr), fastscan._VAL, fastscan._WMASK,
+                                  fastscan._BYTE_POW_TABLE, hw, 0)
+    if not ok:
+        k = fastscan._word_hashes_long(arr, 0, len(arr), fastscan._VAL,
+                                       fastscan._BYTE_POW_TABLE[1], hw, 0)
+    with np.errstate(over="ignore"):
+        return ((hw[:k] & np.uint64(0xFFFFFFFF)) * H.P_SPREAD).tolist()
+
+
+@needs_kernel
+def test_fused_word_hashes_equal_kernel_pass(tmp_path):
+    """The word hashes the extraction kernel computes while copying equal those of the scan
+    kernel's pass 1 on the folded bytes, for every document (escapes, non-ASCII, long words,
+    fallback lines in between) and any block size."""
+    rng = np.random.default_rng(7)
+    T = jsonl.tables()
+    cps = np.flatnonzero(T.ok)
+    pieces = ["word", "Mixed", "x1", " ", "  ", ",", ".", "-", "\t", "\n", "\\", '"', "/", "é",
+              "ﬁ", "ＦＵ", "½", "中文", "😀", "—", "\u00a0", "\u2028", "e\u0301", "Σ", "\u1100"]
+    lines = []
+    for i in range(800):
+        m = int(rng.integers(0, 30))
+        parts = [str(rng.choice(pieces)) if r < 0.7 else chr(int(rng.choice(cps)))
+                 for r in rng.random(m)]
+        text = "".join(parts)
+        if i % 97 == 5:
+            text += "a" * 5000 + " tail"                   # beyond the byte-power table
+        rec = {"id": f"d{i}", "text": text}
+        line = json.dumps(rec, ensure_ascii=bool(i % 2))
+        if i % 13 == 0:
+            line = '{"id": "d%d", "x": NaN, "text": %s}' % (i, json.dumps(text))   # fallback
+        lines.append(line)
+        if i % 50 == 0:
+            lines.append("")
+    p = tmp_path / "w.jsonl"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for block in (64, 5000, 1 << 20):
+        n = fb = 0
+        for b in jsonl.iter_batches((str(p), 0, -1), "text", "id", block):
+            fb += b.fallbacks
+            for d in range(len(b.lo)):
+                doc = b.doc_bytes(d)
+                got = b.hw[b.wlo[d]:b.whi[d]].tolist()
+                assert got == _kernel_word_hashes(doc), (block, b.doc_id(d))
+                assert got == H.tokenise(doc)[2].tolist()
+                n += 1
+        assert n == 800 and fb > 60

@@ -8,10 +8,14 @@ bit table and then by binary search in the sorted probe keys. It returns only th
 (start word, length slot, key index), so nothing per word is materialised. n-grams never cross a
 document boundary (the rolling state restarts at each document).
 
-On the per-document path non-ASCII documents are normalised in Python first
-(:func:`.hashing.normalise_bytes`); on the fused JSON-lines path (:mod:`.jsonl`) the extraction
-kernel has folded them already. Either way the kernel sees the same bytes the numpy path sees, so
-results are identical. ``buf`` may be ``bytes`` or a uint8 array; document ranges need not be
+The kernel works in two passes: pass 1 (:func:`_word_hashes`, branch-free, one table load per
+byte for the word mask) writes the word hashes of each document, pass 2 (:func:`_ngram_pass`)
+rolls n-gram hashes over them and looks them up. On the per-document path non-ASCII documents
+are normalised in Python first (:func:`.hashing.normalise_bytes`) and :meth:`KernelIndex.scan`
+runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the extraction kernel folds the
+text and runs pass 1 on each document as it is copied, and :meth:`KernelIndex.scan_words` runs
+pass 2 only. Either way the hashes are those of the bytes the numpy path sees, so results are
+identical. ``buf`` may be ``bytes`` or a uint8 array; document ranges need not be
 contiguous or in buffer order, only non-overlapping. Without numba (not
 installed, fails to compile, or ``CSBENCH_NUMBA=0``) :func:`available` is False and the scanner
 keeps its numpy path. Compiled code is cached on disk (``cache=True``), so the compile cost (a few
@@ -40,38 +44,42 @@ _LOWER[ord("A"):ord("Z") + 1] += 32
 _ISWORD = H._WORD_LUT[_LOWER]
 # word bytes: byte value + 1 after lower-casing (as hashing._BYTE_VAL); separators: 0
 _VAL = np.where(_ISWORD, _LOWER.astype(np.uint64) + np.uint64(1), np.uint64(0))
+_WMASK = np.where(_ISWORD, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0))   # word byte: all ones
 
 _BYTE_POW_TABLE = np.ones(BYTE_POWS, dtype=np.uint64)
 for _j in range(1, BYTE_POWS):
     _BYTE_POW_TABLE[_j] = (int(_BYTE_POW_TABLE[_j - 1]) * H.P_BYTE) & 0xFFFFFFFF
 
 
-def _word_hashes(buf, lo, hi, val, byte_pows, hw, k):
+def _word_hashes(buf, lo, hi, val, wmask, byte_pows, hw, k):
     """Pass 1 over ``buf[lo:hi]``: 32-bit word hashes (low bits of ``hw``) from index k on.
 
-    Branch-free per byte: every byte updates the running hash (reset to 0 by a separator) and
-    writes it at slot k; k advances when a word ends, so the slot keeps the finished hash. Byte
-    powers come from a table; returns (new k, True) or (k, False) if a word was too long for it.
+    Branch-free per byte: ``wmask[c]`` is all ones for a word byte, 0 for a separator; every
+    byte updates the running hash (reset to 0 by a separator) and writes it at slot k, which
+    advances when a word ends, so the slot keeps the finished hash. Byte powers come from a
+    table; counters are unsigned (no negative-index handling). Returns (new k, True) or
+    (k, False) if a word was too long for the table.
     """
     zero = np.uint64(0)
+    one = np.uint64(1)
+    top = np.uint64(BYTE_POWS - 1)
     h = zero
-    j = 0
-    prevw = 0
-    big = 0
+    j = zero
+    prevm = zero
+    big = zero
+    q = np.uint64(k)
     seg = buf[lo:hi]
     for i in range(seg.shape[0]):               # (indices from 0: no negative-index checks)
-        v = val[seg[i]]
-        w = 1 if v != 0 else 0
-        hw[k] = h
-        k += prevw & (1 - w)
-        h = (h + v * byte_pows[j & (BYTE_POWS - 1)]) & (zero - np.uint64(w))
+        c = seg[i]
+        m = wmask[c]
+        q += (prevm & ~m) & one
+        h = (h + val[c] * byte_pows[j & top]) & m
+        hw[q] = h
         big |= j
-        j = (j + 1) * w
-        prevw = w
-    if prevw:
-        hw[k] = h
-        k += 1
-    return k, big < BYTE_POWS
+        j = (j + one) & m
+        prevm = m
+    q += prevm & one
+    return np.int64(q), big < np.uint64(BYTE_POWS)
 
 
 def _word_hashes_long(buf, lo, hi, val, p_byte, hw, k):
@@ -97,43 +105,35 @@ def _word_hashes_long(buf, lo, hi, val, p_byte, hw, k):
     return k
 
 
-def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift, keys, key_off,
-                 val, byte_pows, spread, hw, wstart, out):
-    """Matches of one batch: (start word, length slot, key index) rows written to ``out`` (an
-    (cap, 3) int64 array; rows beyond cap are counted, not written); returns (matches, candidates).
-
-    ``keys[key_off[s]:key_off[s+1]]`` are the sorted unique keys of length ``lengths[s]``;
-    ``word_pows[i]`` = P_WORD**i; ``table`` is the packed pre-filter indexed by ``h >> shift``;
-    ``hw`` has room for a hash per word (len(buf) // 2 + 2); ``wstart`` (length documents + 1)
-    receives each document's first word index.
-    """
-    nd = doc_lo.shape[0]
-    mask32 = np.uint64(0xFFFFFFFF)
+def _ngram_pass(hw, wlo, whi, lengths, word_pows, inv_word, table, shift, keys, key_off,
+                wstart, out):
+    """Pass 2: rolling n-gram hashes over given word hashes and lookups. Document d's 64-bit
+    (spread) word hashes are ``hw[wlo[d]:whi[d]]`` (ranges need not be contiguous or in order);
+    ``wstart`` (length documents + 1) receives the cumulative word counts, and match rows give
+    the start word as ``wstart[d]`` + its index in document d, i.e. as if the documents' words
+    lay one after another. Returns (matches, candidates); see :func:`_scan_kernel`."""
+    nd = wlo.shape[0]
     one = np.uint64(1)
-    k = 0
-    for d in range(nd):                         # pass 1: word hashes, document by document
-        wstart[d] = k
-        k2, ok = _word_hashes(buf, doc_lo[d], doc_hi[d], val, byte_pows, hw, k)
-        if not ok:
-            k2 = _word_hashes_long(buf, doc_lo[d], doc_hi[d], val, byte_pows[1], hw, k)
-        k = k2
-    wstart[nd] = k
-    for q in range(k):                          # spread the 32-bit word hashes over 64 bits
-        hw[q] = (hw[q] & mask32) * spread
+    t = 0
+    for d in range(nd):
+        wstart[d] = t
+        t += whi[d] - wlo[d]
+    wstart[nd] = t
     cap = out.shape[0]
     nout = 0
     ncand = 0
-    for s in range(lengths.shape[0]):           # pass 2: rolling n-gram hashes, lookups
+    for s in range(lengths.shape[0]):
         L = lengths[s]
         top_pow = word_pows[L - 1]
         klo = key_off[s]
         khi = key_off[s + 1]
         for d in range(nd):
-            a = wstart[d]
-            m = wstart[d + 1] - a
+            a = wlo[d]
+            m = whi[d] - a
             if m < L:
                 continue
             seg = hw[a:a + m]                   # (indices from 0: no negative-index checks)
+            base = wstart[d]
             g = np.uint64(0)
             for q in range(L):
                 g += seg[q] * word_pows[q]
@@ -152,7 +152,7 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
                             hi = mid
                     if lo < khi and keys[lo] == g:
                         if nout < cap:
-                            out[nout, 0] = a + q
+                            out[nout, 0] = base + q
                             out[nout, 1] = s
                             out[nout, 2] = lo - klo
                         nout += 1
@@ -161,10 +161,39 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
     return nout, ncand
 
 
+def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift, keys, key_off,
+                 val, wmask, byte_pows, spread, hw, wstart, out):
+    """Matches of one batch: (start word, length slot, key index) rows written to ``out`` (an
+    (cap, 3) int64 array; rows beyond cap are counted, not written); returns (matches, candidates).
+
+    ``keys[key_off[s]:key_off[s+1]]`` are the sorted unique keys of length ``lengths[s]``;
+    ``word_pows[i]`` = P_WORD**i; ``table`` is the packed pre-filter indexed by ``h >> shift``;
+    ``hw`` has room for a hash per word (len(buf) // 2 + 2); ``wstart`` (length documents + 1)
+    receives each document's first word index.
+    """
+    nd = doc_lo.shape[0]
+    mask32 = np.uint64(0xFFFFFFFF)
+    k = 0
+    for d in range(nd):                         # pass 1: word hashes, document by document
+        wstart[d] = k
+        k2, ok = _word_hashes(buf, doc_lo[d], doc_hi[d], val, wmask, byte_pows, hw, k)
+        if not ok:
+            k2 = _word_hashes_long(buf, doc_lo[d], doc_hi[d], val, byte_pows[1], hw, k)
+        k = k2
+    wstart[nd] = k
+    for q in range(k):                          # spread the 32-bit word hashes over 64 bits
+        hw[q] = (hw[q] & mask32) * spread
+    ws = wstart.copy()
+    return _ngram_pass(hw, ws[:nd], ws[1:], lengths, word_pows, inv_word, table, shift,
+                       keys, key_off, wstart, out)
+
+
 if numba is not None:
     _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
     _word_hashes_long = numba.njit(cache=True, nogil=True)(_word_hashes_long)
+    _ngram_pass = numba.njit(cache=True, nogil=True)(_ngram_pass)
 _kernel = numba.njit(cache=True, nogil=True)(_scan_kernel) if numba is not None else None
+_ngram = _ngram_pass
 _STATE: dict[str, bool] = {}
 
 
@@ -199,11 +228,26 @@ class KernelIndex:
         while True:
             nout, ncand = _kernel(arr, doc_lo, doc_hi, self.lengths, self.word_pows, H.INV_WORD,
                                   self.table, self.shift, self.keys, self.key_off, _VAL,
-                                  _BYTE_POW_TABLE, H.P_SPREAD, self.hw, wstart, self.out)
+                                  _WMASK, _BYTE_POW_TABLE, H.P_SPREAD, self.hw, wstart, self.out)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
             self.out = np.empty((2 * nout, 3), dtype=np.int64)   # rare: rerun with room
+
+    def scan_words(self, hw: np.ndarray, wlo: np.ndarray, whi: np.ndarray):
+        """As :meth:`scan` for word hashes computed already (the fused JSON-lines path):
+        document d's spread 64-bit word hashes are ``hw[wlo[d]:whi[d]]``. Start words and the
+        returned first-word indices count the documents' words one after another, exactly as
+        :meth:`scan` of the same documents gives them."""
+        wstart = np.empty(len(wlo) + 1, dtype=np.int64)
+        while True:
+            nout, ncand = _ngram(hw, wlo, whi, self.lengths, self.word_pows, H.INV_WORD,
+                                 self.table, self.shift, self.keys, self.key_off, wstart,
+                                 self.out)
+            if nout <= len(self.out):
+                o = self.out[:nout]
+                return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
+            self.out = np.empty((2 * nout, 3), dtype=np.int64)
 
 
 def available() -> bool:

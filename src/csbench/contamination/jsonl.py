@@ -13,16 +13,22 @@ newline (the remainder is carried over) and hands the block to one numba kernel
   (``\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX``, surrogate pairs combined), into one output buffer,
   **folded while copying** exactly as :func:`.hashing.normalise_bytes` folds it: ASCII
   lower-cased, every non-ASCII character replaced by its entry of a per-code-point table;
-* records the span of the ``id_field`` value (a string without escapes or an integer literal).
+* records the span of the ``id_field`` value (a string without escapes or an integer literal);
+* hashes the words of the copied document right away, while its folded bytes are in cache
+  (:func:`.fastscan._word_hashes`, the scan kernel's own pass 1: same bytes, same hashes), into
+  a word-hash buffer (``hw[wlo[d]:whi[d]]`` for document d, spread to 64 bits).
 
-Documents are separated by ``\\n`` in the output buffer, which goes straight to
-:meth:`.fastscan.KernelIndex.scan` as ``(doc_lo, doc_hi)`` ranges: no Python object per document.
-Ids and bytes are materialised only for the documents with matches.
+Documents are separated by ``\\n`` in the output buffer. The word hashes go straight to
+:meth:`.fastscan.KernelIndex.scan_words` (rolling n-gram hashes and lookups only): no Python
+object per document. Folded bytes and ids are materialised only for the documents with matches
+(verification and evidence). The line arrays are sized from the previous block; a block with
+more lines is counted and extracted again.
 
 **Fallback.** A line the kernel does not handle exactly goes to the per-line Python code
 (:func:`.corpus.parse_line`: orjson/json, the same errors naming file and line), and its text is
-normalised with :func:`.hashing.normalise_bytes`; its document keeps its place in the batch, so
-the scan sees the same documents in the same order as the per-document path and results are
+normalised with :func:`.hashing.normalise_bytes` and its word hashes appended to the buffer
+(:func:`.hashing.tokenise`, equal to the kernel's); its document keeps its place in the batch,
+so the scan sees the same documents in the same order as the per-document path and results are
 identical. Fallback lines: invalid JSON (including ``NaN``, bare control characters, a leading
 BOM, depth beyond ``MAX_DEPTH``, a number literal over 1000 characters), escaped or non-ASCII-
 invalid key names, a duplicate text or id key, a text value that is not a string, lone surrogate
@@ -66,6 +72,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import corpus as C
+from . import fastscan as F
 from . import hashing as H
 
 log = logging.getLogger(__name__)
@@ -79,6 +86,11 @@ TABLE_N = 0x20000          # code points covered by the folding table
 MAX_DEPTH = 256            # nesting depth the validator follows (deeper: fallback)
 BLOCK = 1 << 22            # bytes read per block
 _JAMO = ((0x1100, 0x1200), (0x3130, 0x3190), (0xA960, 0xA980), (0xD7B0, 0xD800), (0xFFA0, 0xFFDD))
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+_SPREAD = H.P_SPREAD
+_VAL = F._VAL              # word-byte values of the scan kernel (0 for separators)
+_POWS = F._BYTE_POW_TABLE  # P_BYTE**j (mod 2**32) for j < F.BYTE_POWS
 
 # string byte classes: 0 plain ASCII, 1 '"', 2 '\\', 3 control character, 4 non-ASCII
 _CLS = np.zeros(256, dtype=np.uint8)
@@ -458,20 +470,22 @@ def _key_is(buf, a, b, key):
 
 
 def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack, out,
-            o, res):
-    """One line's object at i: res = [end, doc lo, doc hi, raw length, id lo, id hi]; returns
-    the new output position, res[0] = -1 for a fallback."""
+            o, res, val, wmask, pows, hw, kw):
+    """One line's object at i: res = [end, doc lo, doc hi, raw length, id lo, id hi, first
+    word, end word]; returns the new output position and word count (both unchanged for a
+    fallback, with res[0] = -1)."""
     res[0] = -1
     o0 = o
+    k0 = kw
     i = _ws(buf, i, n)
     if i >= n or buf[i] != 123:
-        return o0
+        return o0, k0
     i = _ws(buf, i + 1, n)
     seen_t = False
     seen_i = False
     while True:
         if i >= n or buf[i] != 34:
-            return o0
+            return o0, k0
         ks = i + 1
         i = ks
         while i < n:                                # key: no escapes
@@ -481,35 +495,42 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
             elif k == 4:
                 cp, ln = _utf8(buf, i, n)
                 if ln == 0:
-                    return o0
+                    return o0, k0
                 i += ln
             else:
                 break
         if i >= n or buf[i] != 34:
-            return o0
+            return o0, k0
         ke = i
         i = _ws(buf, i + 1, n)
         if i >= n or buf[i] != 58:
-            return o0
+            return o0, k0
         i = _ws(buf, i + 1, n)
         if i >= n:
-            return o0
+            return o0, k0
         if _key_is(buf, ks, ke, key_text):
             if seen_t or buf[i] != 34:
-                return o0
+                return o0, k0
             seen_t = True
             if o > 0:
                 out[o] = 10
                 o += 1
             res[1] = o
+            res[6] = kw
             i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, esc, ok, off, pool)
             if i < 0:
-                return o0
+                return o0, k0
+            # its word hashes, while its folded bytes are in cache
+            k2, short = F._word_hashes(out, res[1], o, val, wmask, pows, hw, kw)
+            if not short:                           # a word too long for the powers table
+                k2 = F._word_hashes_long(out, res[1], o, val, pows[1], hw, kw)
+            kw = k2
             res[2] = o
             res[3] = raw
+            res[7] = kw
         elif has_id and _key_is(buf, ks, ke, key_id):
             if seen_i:
-                return o0
+                return o0, k0
             seen_i = True
             c = buf[i]
             if c == 34:
@@ -522,12 +543,12 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
                     elif k == 4:
                         cp, ln = _utf8(buf, i, n)
                         if ln == 0:
-                            return o0
+                            return o0, k0
                         i += ln
                     else:
                         break
                 if i >= n or buf[i] != 34:
-                    return o0
+                    return o0, k0
                 res[4] = a
                 res[5] = i
                 i += 1
@@ -535,25 +556,25 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
                 a = i
                 j = _number(buf, i, n)
                 if j < 0:
-                    return o0
+                    return o0, k0
                 digits = j - a - (1 if c == 45 else 0)
                 for q in range(a, j):               # integer literals only
                     if buf[q] == 46 or buf[q] == 101 or buf[q] == 69:
-                        return o0
+                        return o0, k0
                 if digits > 18 or (c == 45 and buf[a + 1] == 48):
-                    return o0                       # (str(int('-0')) == '0')
+                    return o0, k0  # (str(int('-0')) == '0')
                 res[4] = a
                 res[5] = j
                 i = j
             else:
-                return o0
+                return o0, k0
         else:
             i = _skip_value(buf, i, n, cls, stack)
             if i < 0:
-                return o0
+                return o0, k0
         i = _ws(buf, i, n)
         if i >= n:
-            return o0
+            return o0, k0
         c = buf[i]
         if c == 44:
             i = _ws(buf, i + 1, n)
@@ -561,26 +582,32 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
         if c == 125:
             i += 1
             break
-        return o0
+        return o0, k0
     i = _ws(buf, i, n)
     if (i < n and buf[i] != 10) or not seen_t or (has_id and not seen_i):
-        return o0
+        return o0, k0
     res[0] = i
-    return o
+    return o, kw
 
 
 def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, pool, out, ls, st,
-             dlo, dhi, draw, ilo, ihi, stack):
+             dlo, dhi, draw, ilo, ihi, stack, val, wmask, pows, hw, wlo, whi):
     """All lines of ``buf`` (whole lines; the last one may lack its newline): per line its
     start ``ls`` (plus ``ls[lines] = len(buf)``), status ``st`` (0 document, 1 blank,
-    2 fallback), document range in ``out``, UTF-8 length of the text and id span. Returns
-    (lines, bytes used in out)."""
+    2 fallback), document range in ``out``, UTF-8 length of the text, id span and range of its
+    word hashes in ``hw`` (``wlo``, ``whi``). Returns (lines, bytes used in out, words in hw);
+    lines = -1 if ``buf`` has more lines than the line arrays have room for (``ls`` holds
+    lines + 1)."""
     n = buf.shape[0]
-    res = np.zeros(6, dtype=np.int64)
+    res = np.zeros(8, dtype=np.int64)
+    cap = ls.shape[0] - 1
     p = 0
     nl = 0
     o = 0
+    k = 0
     while p < n:
+        if nl >= cap:
+            return -1, o, k
         ls[nl] = p
         j = p
         while j < n and blank[buf[j]] != 0:
@@ -590,8 +617,8 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
             p = j + 1
             nl += 1
             continue
-        o = _object(buf, p, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack, out,
-                    o, res)
+        o, k = _object(buf, p, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack,
+                       out, o, res, val, wmask, pows, hw, k)
         e = res[0]
         if e >= 0:
             st[nl] = 0
@@ -600,6 +627,8 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
             draw[nl] = res[3]
             ilo[nl] = res[4]
             ihi[nl] = res[5]
+            wlo[nl] = res[6]
+            whi[nl] = res[7]
         else:
             st[nl] = 2
             e = j
@@ -608,7 +637,9 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
         p = e + 1
         nl += 1
     ls[nl] = n
-    return nl, o
+    for q in range(k):                              # spread the 32-bit hashes over 64 bits
+        hw[q] = (hw[q] & _MASK32) * _SPREAD
+    return nl, o, k
 
 
 _JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_number", "_literal", "_member_key",
@@ -664,6 +695,9 @@ class Batch:
     seconds: float                    # CPU time of extraction and fallback parsing
     doc_id: Callable[[int], str]
     fallbacks: int                    # lines parsed by the Python fallback
+    hw: np.ndarray                    # word hashes (spread to 64 bits) of the documents:
+    wlo: np.ndarray                   # document d's are hw[wlo[d]:whi[d]] (reused likewise)
+    whi: np.ndarray
 
     def doc_bytes(self, d: int) -> bytes:
         return self.buf[self.lo[d]:self.hi[d]].tobytes()
@@ -680,11 +714,14 @@ class _Arrays:
             m = self.lines + 1
             self.ls = np.empty(m, dtype=np.int64)
             self.st = np.empty(m, dtype=np.uint8)
-            self.dlo, self.dhi, self.draw, self.ilo, self.ihi = (
-                np.zeros(m, dtype=np.int64) for _ in range(5))
+            self.dlo, self.dhi, self.draw, self.ilo, self.ihi, self.wlo, self.whi = (
+                np.zeros(m, dtype=np.int64) for _ in range(7))
         if nbytes > self.n:
             self.n = max(nbytes, 2 * self.n)
             self.out = np.empty(self.n * expand + 64, dtype=np.uint8)   # pages used on touch
+        # a document of b output bytes has at most (b + 1) // 2 words
+        if len(getattr(self, "hw", ())) < len(self.out) // 2 + self.lines + 2:
+            self.hw = np.empty(len(self.out) // 2 + self.lines + 2, dtype=np.uint64)
 
 
 def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
@@ -700,16 +737,23 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
     lineno: int | None = 0 if start <= 0 else None
     for base, chunk in _chunks(path, start, end, block):
         t0 = time.process_time()
-        A.ensure(len(chunk), chunk.count(b"\n") + 1, T.max_expand)
         arr = np.frombuffer(chunk, dtype=np.uint8)
-        nl, used = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC, _BLANK, T.ok,
-                            T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
-                            stack)
+        A.ensure(len(chunk), 1024, T.max_expand)    # lines: as many as last time, at first
+        while True:
+            nl, used, nw = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC,
+                                    _BLANK, T.ok, T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi,
+                                    A.draw, A.ilo, A.ihi, stack, _VAL, F._WMASK, _POWS, A.hw,
+                                    A.wlo, A.whi)
+            if nl >= 0:
+                break
+            A.ensure(len(chunk), chunk.count(b"\n") + 1, T.max_expand)   # more lines: again
         st = A.st[:nl]
         lines = np.flatnonzero(st != 1)
         lo, hi = A.dlo[lines], A.dhi[lines]
+        wlo, whi = A.wlo[lines], A.whi[lines]
         nbytes = int(A.draw[:nl][st == 0].sum())
         out = A.out
+        hw = A.hw
         fb_ids: dict[int, str] = {}
         fb = np.flatnonzero(st == 2)
         if len(fb):
@@ -730,7 +774,14 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
                 out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
                 lo[k], hi[k] = used + 1, used + len(t)
                 used += len(t)
+                wh = H.tokenise(t)[2]               # its word hashes, as the kernel's
+                if nw + len(wh) > len(hw):
+                    hw = np.concatenate((hw[:nw], np.empty(len(wh) + len(hw), np.uint64)))
+                hw[nw:nw + len(wh)] = wh
+                wlo[k], whi[k] = nw, nw + len(wh)
+                nw += len(wh)
             lines, lo, hi = lines[keep], lo[keep], hi[keep]
+            wlo, whi = wlo[keep], whi[keep]
         ls = A.ls[lines]
         if id_field:
             ilo, ihi = A.ilo[lines], A.ihi[lines]
@@ -747,7 +798,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             def doc_id(d, ls=ls, base=base):
                 return f"{path}@{base + int(ls[d])}"
         seconds = time.process_time() - t0
-        yield Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb))
+        yield Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb), hw[:nw], wlo, whi)
         if lineno is not None:
             lineno += nl
 
@@ -764,11 +815,13 @@ def available() -> bool:
             A.ensure(64, 4, 4)
             T = tables()
             buf = np.frombuffer(b'{"text": "A\\u00e9", "n": [1, {"x": null}]}\n\n', np.uint8)
-            nl, used = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
-                                False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out, A.ls,
-                                A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
-                                np.empty(MAX_DEPTH, np.uint8))
-            ok = nl == 2 and A.out[:used].tobytes() == "aé".encode()
+            nl, used, nw = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
+                                    False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out,
+                                    A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
+                                    np.empty(MAX_DEPTH, np.uint8), _VAL, F._WMASK, _POWS, A.hw,
+                                    A.wlo, A.whi)
+            ok = (nl == 2 and A.out[:used].tobytes() == "aé".encode()
+                  and A.hw[:nw].tolist() == H.tokenise("aé".encode())[2].tolist())
         except Exception as exc:  # noqa: BLE001 - fall back on any compile/run failure
             log.warning("numba JSON-lines kernel unavailable (%s); using the per-document path",
                         exc)

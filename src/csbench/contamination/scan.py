@@ -192,7 +192,8 @@ class Scanner:
         for piece in shard:
             for b in jsonl.iter_batches(tuple(piece), text_field, id_field, block):
                 t0 = time.process_time()
-                self._kernel_batch(b.buf, b.lo, b.hi, b.doc_bytes, b.doc_id)
+                self._kernel_batch(b.buf, b.lo, b.hi, b.doc_bytes, b.doc_id,
+                                   self.kernel.scan_words(b.hw, b.wlo, b.whi))
                 self.seconds += time.process_time() - t0 + b.seconds
                 self.bytes += b.nbytes
                 self.docs += len(b.lo)
@@ -210,11 +211,13 @@ class Scanner:
                            ids.__getitem__)
         self.seconds += time.process_time() - t0
 
-    def _kernel_batch(self, buf, doc_lo, doc_hi, doc_bytes, doc_id) -> None:
-        """The compiled path: one kernel call finds the matches; only the documents with
-        matches are materialised (``doc_bytes(d)``: normalised, lower-cased; ``doc_id(d)``) and
-        tokenised again (numpy) for verification and evidence."""
-        ks, slots, js, ncand, wstart = self.kernel.scan(buf, doc_lo, doc_hi)
+    def _kernel_batch(self, buf, doc_lo, doc_hi, doc_bytes, doc_id, found=None) -> None:
+        """The compiled path: one kernel call finds the matches (or ``found``, the result of
+        :meth:`.fastscan.KernelIndex.scan_words` when the fused reader hashed the words); only
+        the documents with matches are materialised (``doc_bytes(d)``: normalised, lower-cased;
+        ``doc_id(d)``) and tokenised again (numpy) for verification and evidence."""
+        ks, slots, js, ncand, wstart = (self.kernel.scan(buf, doc_lo, doc_hi) if found is None
+                                        else found)
         self.candidates += int(ncand)
         if len(ks):
             idx = self.index
