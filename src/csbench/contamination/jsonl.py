@@ -652,36 +652,45 @@ _STATE: dict[str, bool] = {}
 
 # -- the reader ------------------------------------------------------------------------------
 
-def _chunks(path: str, start: int, end: int, block: int) -> Iterator[tuple[int, bytes]]:
-    """(file offset, whole lines) blocks of the lines that start in [start, end) (end -1: to
-    the end of the file), as :func:`.corpus._lines` delimits them."""
+def _chunks(path: str, start: int, end: int,
+            block: int) -> Iterator[tuple[int, bytearray, int]]:
+    """(file offset, buffer, n) blocks: ``buffer[:n]`` holds the whole lines that start in
+    [start, end) (end -1: to the end of the file), as :func:`.corpus._lines` delimits them. The
+    buffer is reused (read into, the rest of a cut line moved to its front), so a block must be
+    used before the next one is asked for."""
     with C.open_binary(path) as fh:
         pos = 0
         if start > 0:
             fh.seek(start - 1)
             pos = start - 1 + len(fh.readline())   # finish the line that straddles the cut
-        carry = b""
+        buf = bytearray(block + (1 << 16))
+        filled = 0                                 # bytes in buf: carried over, then read
         while end < 0 or pos < end:
-            data = fh.read(block)
-            if data:
-                buf = carry + data if carry else data
-                cut = buf.rfind(b"\n") + 1
+            if filled + block > len(buf):          # a line longer than the block: grow
+                new = bytearray(max(2 * len(buf), filled + block))
+                new[:filled] = buf[:filled]
+                buf = new
+            with memoryview(buf) as mv:
+                got = fh.readinto(mv[filled:filled + block])
+            filled += got
+            if got:
+                cut = buf.rfind(b"\n", 0, filled) + 1
                 if cut == 0:
-                    carry = buf                    # a line longer than the block
-                    continue
+                    continue                       # no line end yet: read on
             else:
-                buf, cut = carry, len(carry)       # the last line, without a newline
-                if not buf:
+                cut = filled                       # the last line, without a newline
+                if not cut:
                     return
-            chunk, carry = buf[:cut], buf[cut:]
             if end >= 0 and pos + cut > end:       # stop after the line holding byte end - 1
-                j = chunk.find(b"\n", end - 1 - pos)
-                yield pos, chunk if j < 0 else chunk[:j + 1]
+                j = buf.find(b"\n", end - 1 - pos, cut)
+                yield pos, buf, cut if j < 0 else j + 1
                 return
-            yield pos, chunk
+            yield pos, buf, cut
             pos += cut
-            if not data:
+            if not got:
                 return
+            buf[:filled - cut] = buf[cut:filled]  # the rest of the cut line, to the front
+            filled -= cut
 
 
 @dataclass
@@ -735,10 +744,10 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
     stack = np.empty(MAX_DEPTH, dtype=np.uint8)
     A = _Arrays()
     lineno: int | None = 0 if start <= 0 else None
-    for base, chunk in _chunks(path, start, end, block):
+    for base, chunk, size in _chunks(path, start, end, block):
         t0 = time.process_time()
-        arr = np.frombuffer(chunk, dtype=np.uint8)
-        A.ensure(len(chunk), 1024, T.max_expand)    # lines: as many as last time, at first
+        arr = np.frombuffer(chunk, dtype=np.uint8, count=size)
+        A.ensure(size, 1024, T.max_expand)          # lines: as many as last time, at first
         while True:
             nl, used, nw = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC,
                                     _BLANK, T.ok, T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi,
@@ -746,7 +755,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
                                     A.wlo, A.whi)
             if nl >= 0:
                 break
-            A.ensure(len(chunk), chunk.count(b"\n") + 1, T.max_expand)   # more lines: again
+            A.ensure(size, chunk.count(b"\n", 0, size) + 1, T.max_expand)   # more lines: again
         st = A.st[:nl]
         lines = np.flatnonzero(st != 1)
         lo, hi = A.dlo[lines], A.dhi[lines]
@@ -762,7 +771,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             for li, k in zip(fb.tolist(), where.tolist()):
                 a, b = int(A.ls[li]), int(A.ls[li + 1])
                 doc = C.parse_line(path, base + a, None if lineno is None else lineno + li + 1,
-                                   chunk[a:b], text_field, id_field)
+                                   bytes(chunk[a:b]), text_field, id_field)
                 if doc is None:                    # (blank by bytes.strip; the kernel agrees)
                     keep[k] = False
                     continue
