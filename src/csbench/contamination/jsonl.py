@@ -783,12 +783,10 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
                 out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
                 lo[k], hi[k] = used + 1, used + len(t)
                 used += len(t)
-                wh = H.tokenise(t)[2]               # its word hashes, as the kernel's
-                if nw + len(wh) > len(hw):
-                    hw = np.concatenate((hw[:nw], np.empty(len(wh) + len(hw), np.uint64)))
-                hw[nw:nw + len(wh)] = wh
-                wlo[k], whi[k] = nw, nw + len(wh)
-                nw += len(wh)
+                if nw + len(t) // 2 + 2 > len(hw):  # (at most (len + 1) // 2 words)
+                    hw = np.concatenate((hw[:nw], np.empty(len(t) + len(hw), np.uint64)))
+                wlo[k], whi[k] = nw, _hash_words(out, used - len(t) + 1, used, hw, nw)
+                nw = int(whi[k])
             lines, lo, hi = lines[keep], lo[keep], hi[keep]
             wlo, whi = wlo[keep], whi[keep]
         ls = A.ls[lines]
@@ -810,6 +808,25 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         yield Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb), hw[:nw], wlo, whi)
         if lineno is not None:
             lineno += nl
+
+
+def _hash_words_impl(out, lo, hi, val, wmask, pows, hw, k):
+    """Word hashes of ``out[lo:hi]`` into hw[k:], spread (a fallback document: as the kernel
+    hashes the documents it copies); returns the new k."""
+    k2, short = F._word_hashes(out, lo, hi, val, wmask, pows, hw, k)
+    if not short:
+        k2 = F._word_hashes_long(out, lo, hi, val, pows[1], hw, k)
+    for q in range(k, k2):
+        hw[q] = (hw[q] & _MASK32) * _SPREAD
+    return k2
+
+
+if numba is not None:
+    _hash_words_impl = numba.njit(cache=True, nogil=True)(_hash_words_impl)
+
+
+def _hash_words(out, lo, hi, hw, k):
+    return _hash_words_impl(out, lo, hi, _VAL, F._WMASK, _POWS, hw, k)
 
 
 def available() -> bool:
