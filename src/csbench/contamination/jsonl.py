@@ -27,7 +27,7 @@ more lines is counted and extracted again.
 **Fallback.** A line the kernel does not handle exactly goes to the per-line Python code
 (:func:`.corpus.parse_line`: orjson/json, the same errors naming file and line), and its text is
 normalised with :func:`.hashing.normalise_bytes` and its word hashes appended to the buffer
-(:func:`.hashing.tokenise`, equal to the kernel's); its document keeps its place in the batch,
+(the same compiled pass 1); its document keeps its place in the batch,
 so the scan sees the same documents in the same order as the per-document path and results are
 identical. Fallback lines: invalid JSON (including ``NaN``, bare control characters, a leading
 BOM, depth beyond ``MAX_DEPTH``, a number literal over 1000 characters), escaped or non-ASCII-
