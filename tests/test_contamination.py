@@ -536,3 +536,27 @@ def test_fused_word_hashes_equal_kernel_pass(tmp_path):
                 assert got == H.tokenise(doc)[2].tolist()
                 n += 1
         assert n == 800 and fb > 60
+
+
+@needs_kernel
+def test_fused_ascii_copy_8_bytes_at_a_time(tmp_path):
+    """The 8-bytes-at-a-time ASCII copy (upper case folded, stopping exactly at quotes,
+    backslashes, control and non-ASCII bytes) at every alignment, block ends included."""
+    rng = np.random.default_rng(11)
+    alphabet = [chr(c) for c in range(32, 127)] + ["\n", "\t", "\x01", "\x1f", "é", "Ä", "😀",
+                                                   "\u00a0", "\\", '"', "/"]
+    weights = np.array([8.0 if chr(c).isalpha() else 1.0 for c in range(32, 127)] + [1.0] * 11)
+    texts = []
+    for i in range(1500):
+        m = int(rng.integers(0, 40))
+        texts.append("".join(rng.choice(alphabet, size=m, p=weights / weights.sum())))
+    p = tmp_path / "a.jsonl"
+    with open(p, "w", encoding="utf-8") as fh:
+        for i, t in enumerate(texts):
+            pad = " " * (i % 9)                           # shifts the text's alignment
+            fh.write('{"text":%s"%s"}\n' % (pad, json.dumps(t, ensure_ascii=bool(i % 2))[1:-1]))
+    want = _python_docs((str(p), 0, -1))
+    for block in (20, 64, 1 << 20):
+        got, fallbacks = _fused_docs((str(p), 0, -1), block=block)
+        assert fallbacks == 0
+        assert got == want, block

@@ -9,7 +9,9 @@ newline (the remainder is carried over) and hands the block to one numba kernel
 * validates the line as one JSON object with a small strict parser (strings with escapes and
   UTF-8 checked, numbers by the JSON grammar, ``true``/``false``/``null``, nested arrays and
   objects up to depth ``MAX_DEPTH``);
-* finds the top-level key equal to ``text_field`` and copies its string value, unescaped
+* finds the top-level key equal to ``text_field`` and copies its string value (plain ASCII 8
+  bytes at a time: one unaligned 64-bit load, bit tricks that find the first quote, backslash,
+  control or non-ASCII byte and fold upper case, one 64-bit store), unescaped
   (``\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX``, surrogate pairs combined), into one output buffer,
   **folded while copying** exactly as :func:`.hashing.normalise_bytes` folds it: ASCII
   lower-cased, every non-ASCII character replaced by its entry of a per-code-point table;
@@ -91,6 +93,16 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 _SPREAD = H.P_SPREAD
 _VAL = F._VAL              # word-byte values of the scan kernel (0 for separators)
 _POWS = F._BYTE_POW_TABLE  # P_BYTE**j (mod 2**32) for j < F.BYTE_POWS
+
+# SWAR constants of the ASCII copy (8 bytes in a uint64)
+_ONES = np.uint64(0x0101010101010101)
+_HIGH = np.uint64(0x8080808080808080)
+_QUOTES = np.uint64(0x22) * _ONES
+_BACKSLASHES = np.uint64(0x5C) * _ONES
+_SPACES = np.uint64(0x20) * _ONES
+_ABOVE_A = np.uint64(0x80 - 0x41) * _ONES       # high bit set: byte >= 'A' (bytes < 0x80)
+_ABOVE_Z = np.uint64(0x80 - 0x5B) * _ONES       # high bit set: byte > 'Z'
+_TWO = np.uint64(2)
 
 # string byte classes: 0 plain ASCII, 1 '"', 2 '\\', 3 control character, 4 non-ASCII
 _CLS = np.zeros(256, dtype=np.uint8)
@@ -180,6 +192,41 @@ def tables() -> Tables:
 
 
 # -- the kernel ------------------------------------------------------------------------------
+
+if numba is not None:
+    from llvmlite import ir as _ir
+    from numba.core import types as _types
+    from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _load8(typingctx, arr, idx):
+        """The 8 bytes at arr[idx:idx + 8] as a little-endian uint64 (unaligned; no checks)."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), _ir.IntType(64).as_pointer())
+            return builder.load(ptr, align=1)
+        return _types.uint64(arr, idx), codegen
+
+    @_intrinsic
+    def _store8(typingctx, arr, idx, val):
+        """Store a uint64 as the 8 bytes arr[idx:idx + 8] (unaligned; no checks)."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), _ir.IntType(64).as_pointer())
+            builder.store(args[2], ptr, align=1)
+            return context.get_dummy_value()
+        return _types.void(arr, idx, val), codegen
+else:  # (the kernel only runs compiled; these keep the module importable)
+    def _load8(arr, idx):
+        return np.uint64(int.from_bytes(arr[idx:idx + 8].tobytes(), "little"))
+
+    def _store8(arr, idx, val):
+        arr[idx:idx + 8] = np.frombuffer(int(val).to_bytes(8, "little"), np.uint8)
+
+    def _trailing_zeros(x):
+        return (int(x) & -int(x)).bit_length() - 1
+
 
 def _ws(buf, i, n):
     while i < n:
@@ -416,13 +463,30 @@ def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool):
     the closing quote, new o, UTF-8 length of the unfolded text), index -1 for a fallback."""
     adj = -1 - i                  # UTF-8 length = bytes consumed + adj (escapes adjust adj)
     while True:
-        while i < n:                                # the hot loop: plain ASCII
-            c = buf[i]
-            if cls[c] != 0:
+        while i + 8 <= n:           # the hot loop: plain ASCII, 8 bytes at a time (SWAR)
+            x = _load8(buf, i)
+            xq = x ^ _QUOTES
+            xb = x ^ _BACKSLASHES
+            # high bit of a byte: '"', '\\', < 0x20 or >= 0x80 (exact for the lowest one)
+            spec = (((xq - _ONES) & ~xq) | ((xb - _ONES) & ~xb) | ((x - _SPACES) & ~x)
+                    | x) & _HIGH
+            up = (x + _ABOVE_A) & ~(x + _ABOVE_Z) & _HIGH      # 'A'..'Z' (below a special)
+            _store8(out, o, x | (up >> _TWO))  # bytes from the first special on: rewritten
+            if spec != 0:
+                q = _trailing_zeros(spec) >> 3
+                i += q
+                o += q
                 break
-            out[o] = lower[c]
-            o += 1
-            i += 1
+            i += 8
+            o += 8
+        else:
+            while i < n:                            # the last bytes, one by one
+                c = buf[i]
+                if cls[c] != 0:
+                    break
+                out[o] = lower[c]
+                o += 1
+                i += 1
         if i >= n:
             return -1, o, 0
         c = buf[i]
