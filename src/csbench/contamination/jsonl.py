@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -897,6 +898,8 @@ def available() -> bool:
     """True when the extraction kernel compiles and runs (numba present, not disabled)."""
     if numba is None or os.environ.get("CSBENCH_NUMBA", "1").strip().lower() in (
             "0", "false", "no", "off"):
+        return False
+    if sys.byteorder != "little":       # the 8-byte copy reads bytes in little-endian order
         return False
     if "ok" not in _STATE:
         ok = False
