@@ -68,23 +68,34 @@ def decoder_layers(base):
 
 def plan_chunks(sizes: list[int], penalty: int) -> list[list[int]]:
     """Split rows (by their number of needed positions) into chunks run as separate calls,
-    minimising padded positions + ``penalty`` per call (rows sorted by size; dynamic programme).
-    """
+    minimising padded positions + ``penalty`` per call. Rows are sorted by size and cut only
+    between distinct sizes (cutting among equal sizes saves nothing), so the dynamic programme is
+    quadratic in the number of distinct sizes, not of rows."""
     order = sorted(range(len(sizes)), key=lambda i: sizes[i])
-    s = [max(1, sizes[i]) for i in order]
-    n = len(s)
-    best = [0] + [None] * n            # best[j]: cost of the first j rows
+    vals: list[int] = []            # distinct sizes, ascending
+    ends: list[int] = []            # rows (in order) up to and including each distinct size
+    for r, i in enumerate(order):
+        v = max(1, sizes[i])
+        if vals and vals[-1] == v:
+            ends[-1] = r + 1
+        else:
+            vals.append(v)
+            ends.append(r + 1)
+    n = len(vals)
+    best = [0] + [None] * n         # best[j]: cost of the rows of the first j distinct sizes
     cut = [0] * (n + 1)
     for j in range(1, n + 1):
         for i in range(j):
-            c = best[i] + (j - i) * s[j - 1] + penalty
+            lo = ends[i - 1] if i else 0
+            c = best[i] + (ends[j - 1] - lo) * vals[j - 1] + penalty
             if best[j] is None or c < best[j]:
                 best[j], cut[j] = c, i
     chunks = []
     j = n
     while j > 0:
-        chunks.append(order[cut[j]:j])
-        j = cut[j]
+        i = cut[j]
+        chunks.append(order[ends[i - 1] if i else 0:ends[j - 1]])
+        j = i
     return chunks[::-1]
 
 
