@@ -560,3 +560,44 @@ def test_fused_ascii_copy_8_bytes_at_a_time(tmp_path):
         got, fallbacks = _fused_docs((str(p), 0, -1), block=block)
         assert fallbacks == 0
         assert got == want, block
+
+
+@pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")
+def test_word_hashes2_equal_reference_pass():
+    """The fast pass 1 (fastscan._word_hashes2) gives the same word slots and hashes as the
+    reference (fastscan._word_hashes), and flags every document that needs the long-word
+    fallback (the 32-bit hashes are equal; where it takes the fallback and the reference does
+    not, the unused high bits may differ): random documents (ASCII, non-ASCII bytes, words around and beyond the powers
+    table, empty, separators only, single bytes), written from a non-zero slot."""
+    rng = np.random.default_rng(11)
+    F = fastscan
+    alphabet = np.frombuffer(b"abcXYZ019 \t\n.,-'", dtype=np.uint8)
+    docs = [b"", b" ", b"a", b"\xc3", b".", b" ,.;\n\t  ", b"  ab  ", b"ab"]
+    for _ in range(300):
+        n = int(rng.integers(0, 300))
+        kind = rng.integers(0, 3)
+        if kind == 0:
+            docs.append(rng.choice(alphabet, n).tobytes())
+        elif kind == 1:
+            docs.append(rng.integers(0, 256, n, dtype=np.uint8).tobytes())
+        else:
+            docs.append(rng.choice(np.frombuffer(b" a\xe9\x80", np.uint8), n).tobytes())
+    for L in (2047, 2048, 2049, 3000, 4095, 4096, 4097, 4098, 6000, 8193, 9000):
+        for pre in (0, 1, 7, 2047, 2048, 3001):
+            docs.append(b"x " * (pre // 2) + b"q" * (pre % 2) + b" " + b"W" * L + b" end")
+            docs.append(b"y" * L)
+    for doc in docs:
+        arr = np.frombuffer(doc, dtype=np.uint8)
+        k0 = 5
+        out = []
+        for fn in (F._word_hashes, F._word_hashes2):
+            hw = np.full(len(arr) // 2 + k0 + 4, 7, dtype=np.uint64)
+            k, ok = fn(arr, 0, len(arr), F._VAL, F._WMASK, F._BYTE_POW_TABLE, hw, k0)
+            if not ok:
+                k = F._word_hashes_long(arr, 0, len(arr), F._VAL, F._BYTE_POW_TABLE[1], hw, k0)
+            out.append((int(k), ok, hw[:k].tolist(), (hw[:k] & np.uint64(0xFFFFFFFF)).tolist()))
+        (k1, ok1, h1, m1), (k2, ok2, h2, m2) = out
+        assert (k1, m1) == (k2, m2), doc[:40]       # the 32-bit hashes the scan uses
+        assert ok1 or not ok2, doc[:40]             # the reference's fallbacks are flagged
+        if ok1 == ok2:
+            assert h1 == h2, doc[:40]               # same path: the same 64-bit words too

@@ -82,6 +82,39 @@ def _word_hashes(buf, lo, hi, val, wmask, byte_pows, hw, k):
     return np.int64(q), big < np.uint64(BYTE_POWS)
 
 
+def _word_hashes2(buf, lo, hi, val, wmask, byte_pows, hw, k):
+    """Pass 1 as :func:`_word_hashes` (the reference: same slots, same values), with the
+    long-word check taken out of the per-byte loop: the bytes go in blocks of
+    ``BYTE_POWS // 2``, and the position in the current word is checked at each block's end.
+    A word of more than ``BYTE_POWS`` bytes spans two block ends, the second one at least
+    ``BYTE_POWS // 2`` bytes into it, so (k, False) is returned for it as by the reference;
+    (k, False) also for some words of ``BYTE_POWS // 2`` to ``BYTE_POWS`` bytes (rare), whose
+    documents then take :func:`_word_hashes_long` (same hashes, only slower)."""
+    zero = np.uint64(0)
+    one = np.uint64(1)
+    top = np.uint64(BYTE_POWS - 1)
+    h = zero
+    j = zero
+    prevm = zero
+    big = zero
+    q = np.uint64(k)
+    seg = buf[lo:hi]
+    n = seg.shape[0]
+    for b0 in range(0, n, BYTE_POWS // 2):
+        sub = seg[b0:min(n, b0 + BYTE_POWS // 2)]
+        for i in range(sub.shape[0]):           # (indices from 0: no negative-index checks)
+            c = sub[i]
+            m = wmask[c]
+            q += (prevm & ~m) & one
+            h = (h + val[c] * byte_pows[j & top]) & m
+            hw[q] = h
+            j = (j + one) & m
+            prevm = m
+        big |= j
+    q += prevm & one
+    return np.int64(q), big < np.uint64(BYTE_POWS // 2)
+
+
 def _word_hashes_long(buf, lo, hi, val, p_byte, hw, k):
     """Pass 1 as :func:`_word_hashes` with byte powers by multiplication (any word length)."""
     zero = np.uint64(0)
@@ -176,7 +209,7 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
     k = 0
     for d in range(nd):                         # pass 1: word hashes, document by document
         wstart[d] = k
-        k2, ok = _word_hashes(buf, doc_lo[d], doc_hi[d], val, wmask, byte_pows, hw, k)
+        k2, ok = _word_hashes2(buf, doc_lo[d], doc_hi[d], val, wmask, byte_pows, hw, k)
         if not ok:
             k2 = _word_hashes_long(buf, doc_lo[d], doc_hi[d], val, byte_pows[1], hw, k)
         k = k2
@@ -190,6 +223,7 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
 
 if numba is not None:
     _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
+    _word_hashes2 = numba.njit(cache=True, nogil=True)(_word_hashes2)
     _word_hashes_long = numba.njit(cache=True, nogil=True)(_word_hashes_long)
     _ngram_pass = numba.njit(cache=True, nogil=True)(_ngram_pass)
 _kernel = numba.njit(cache=True, nogil=True)(_scan_kernel) if numba is not None else None

@@ -17,7 +17,7 @@ newline (the remainder is carried over) and hands the block to one numba kernel
   lower-cased, every non-ASCII character replaced by its entry of a per-code-point table;
 * records the span of the ``id_field`` value (a string without escapes or an integer literal);
 * hashes the words of the copied document right away, while its folded bytes are in cache
-  (:func:`.fastscan._word_hashes`, the scan kernel's own pass 1: same bytes, same hashes), into
+  (:func:`.fastscan._word_hashes2`, the scan kernel's own pass 1: same bytes, same hashes), into
   a word-hash buffer (``hw[wlo[d]:whi[d]]`` for document d, spread to 64 bits).
 
 Documents are separated by ``\\n`` in the output buffer. The word hashes go straight to
@@ -586,7 +586,7 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
             if i < 0:
                 return o0, k0
             # its word hashes, while its folded bytes are in cache
-            k2, short = F._word_hashes(out, res[1], o, val, wmask, pows, hw, kw)
+            k2, short = F._word_hashes2(out, res[1], o, val, wmask, pows, hw, kw)
             if not short:                           # a word too long for the powers table
                 k2 = F._word_hashes_long(out, res[1], o, val, pows[1], hw, kw)
             kw = k2
@@ -878,7 +878,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
 def _hash_words_impl(out, lo, hi, val, wmask, pows, hw, k):
     """Word hashes of ``out[lo:hi]`` into hw[k:], spread (a fallback document: as the kernel
     hashes the documents it copies); returns the new k."""
-    k2, short = F._word_hashes(out, lo, hi, val, wmask, pows, hw, k)
+    k2, short = F._word_hashes2(out, lo, hi, val, wmask, pows, hw, k)
     if not short:
         k2 = F._word_hashes_long(out, lo, hi, val, pows[1], hw, k)
     for q in range(k, k2):
