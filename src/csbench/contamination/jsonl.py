@@ -390,6 +390,25 @@ def _literal(buf, i, n, a, b, c, d, e, ln):
     return i + ln
 
 
+def _plain_string(buf, i, n, cls):
+    """Index of the closing quote of a string without escapes or control characters whose
+    content starts at i (valid UTF-8 checked); -1 if it is not such a string."""
+    while i < n:
+        k = cls[buf[i]]
+        if k == 0:
+            i += 1
+        elif k == 4:
+            cp, ln = _utf8(buf, i, n)
+            if ln == 0:
+                return -1
+            i += ln
+        else:
+            break
+    if i >= n or buf[i] != 34:
+        return -1
+    return i
+
+
 def _member_key(buf, i, n, cls):
     """At a member's key (i at its quote): index of its value (after ':' and spaces), -1."""
     if i >= n or buf[i] != 34:
@@ -552,19 +571,8 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
         if i >= n or buf[i] != 34:
             return o0, k0
         ks = i + 1
-        i = ks
-        while i < n:                                # key: no escapes
-            k = cls[buf[i]]
-            if k == 0:
-                i += 1
-            elif k == 4:
-                cp, ln = _utf8(buf, i, n)
-                if ln == 0:
-                    return o0, k0
-                i += ln
-            else:
-                break
-        if i >= n or buf[i] != 34:
+        i = _plain_string(buf, ks, n, cls)          # key: no escapes
+        if i < 0:
             return o0, k0
         ke = i
         i = _ws(buf, i + 1, n)
@@ -600,19 +608,8 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
             c = buf[i]
             if c == 34:
                 a = i + 1
-                i = a
-                while i < n:                        # no escapes
-                    k = cls[buf[i]]
-                    if k == 0:
-                        i += 1
-                    elif k == 4:
-                        cp, ln = _utf8(buf, i, n)
-                        if ln == 0:
-                            return o0, k0
-                        i += ln
-                    else:
-                        break
-                if i >= n or buf[i] != 34:
+                i = _plain_string(buf, a, n, cls)   # no escapes
+                if i < 0:
                     return o0, k0
                 res[4] = a
                 res[5] = i
@@ -707,8 +704,8 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
     return nl, o, k
 
 
-_JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_number", "_literal", "_member_key",
-        "_skip_value", "_text", "_key_is", "_object", "_extract")
+_JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_plain_string", "_number", "_literal",
+        "_member_key", "_skip_value", "_text", "_key_is", "_object", "_extract")
 if numba is not None:
     for _name in _JIT:
         globals()[_name] = numba.njit(cache=True, nogil=True)(globals()[_name])
