@@ -55,6 +55,18 @@ HAVE_FUSED = HAVE_KERNEL and jsonl.available()
 DOC_CHARS = 64_000
 
 
+
+def read_bytes(path: str, limit: int) -> int:
+    """Read (and decompress) at least ``limit`` bytes of a file in 4 MB blocks; bytes read."""
+    n = 0
+    with C.open_binary(path) as fh:
+        while n < limit:
+            b = fh.read(1 << 22)
+            if not b:
+                break
+            n += len(b)
+    return n
+
 def source_files() -> list[str]:
     pats = ["/usr/share/doc/**/*", "/usr/lib/python3*/**/*.py",
             str(Path(sys.prefix) / "lib/python3*/site-packages/**/*.py"),
@@ -280,13 +292,7 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
             r = runs[kind]
             d, t = sample[kind]
             t0 = time.process_time()
-            n = 0
-            with C.open_binary(f) as fh:
-                while n < d:
-                    b = fh.read(1 << 22)
-                    if not b:
-                        break
-                    n += len(b)
+            n = read_bytes(f, d)
             r.setdefault("read_decompress", []).append(n * t / d / 1e6 / (time.process_time() - t0))
             t0 = time.process_time()
             nb = sum(len(x) for _, x in docs(f, limit))
@@ -385,23 +391,11 @@ def main():
 
     tp = {}
     t = time.process_time()
-    nbytes = 0
-    with open(plain, "rb") as fh:
-        while nbytes < limit:
-            b = fh.read(1 << 22)
-            if not b:
-                break
-            nbytes += len(b)
+    nbytes = read_bytes(plain, limit)
     tp["read_plain_MBps"] = nbytes / 1e6 / (time.process_time() - t)
     zst = [f for f in files if f.endswith(".zst")][0]
     t = time.process_time()
-    nbytes = 0
-    with C.open_binary(zst) as fh:
-        while nbytes < limit:
-            b = fh.read(1 << 22)
-            if not b:
-                break
-            nbytes += len(b)
+    nbytes = read_bytes(zst, limit)
     tp["read_zstd_MBps"] = nbytes / 1e6 / (time.process_time() - t)
     idx = ProbeIndex(probes, n=N, min_words=8, methods=("ngram",))
     idx2 = ProbeIndex(probes, n=N, min_words=8, methods=("exact", "ngram"))
