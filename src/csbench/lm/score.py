@@ -428,8 +428,9 @@ class LMScorer:
     def _base_call(self, input_ids, keep=None, **kw):
         """One forward pass of the model body (every forward of the engine goes through here).
 
-        ``keep``: per row, the positions whose final hidden states are needed ([B, S] list of
-        lists); the last layer then runs only there (other positions of the result are zeros).
+        ``keep``: one list per row of the positions whose final hidden states are needed (rows
+        may differ in length); the last layer then runs only there (other positions of the
+        result are zeros).
         """
         if keep is None or not self._scored_only:
             return self._base(input_ids=input_ids, **kw)
