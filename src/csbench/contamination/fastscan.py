@@ -1,30 +1,34 @@
 """Compiled (numba) hot path of the lexical scan: one pass over a batch's bytes.
 
-For each document range of a batch buffer the kernel lower-cases ASCII on the fly, splits words
-with the same classes as :mod:`.hashing` (ASCII letters/digits and non-ASCII bytes), hashes each
-word exactly as :func:`.hashing.tokenise` does, keeps a rolling hash of the last L words for each
-looked-up length L (exactly :func:`.hashing.ngram_hashes`), and looks every n-gram up in a packed
-bit table and then by binary search in the sorted probe keys. It returns only the matches
-(start word, length slot, key index), so nothing per word is materialised. n-grams never cross a
-document boundary (the rolling state restarts at each document).
+For each document range of a batch buffer (normalised: ASCII lower-cased, as
+:func:`.hashing.normalise_bytes` gives it) the kernel splits words with the same classes as
+:mod:`.hashing` (ASCII letters/digits and non-ASCII bytes), hashes each word exactly as
+:func:`.hashing.word_hashes` does, keeps a rolling hash of the last L words for each looked-up
+length L (exactly :func:`.hashing.ngram_hashes`), and looks every n-gram up in a packed bit table
+and then by binary search in the sorted probe keys. It returns only the matches (start word,
+length slot, key index), so nothing per word is materialised. n-grams never cross a document
+boundary (the rolling state restarts at each document).
 
-The kernel works in two passes: pass 1 (:func:`_word_hashes`, branch-free, one table load per
-byte for the word mask) writes the word hashes of each document, pass 2 (:func:`_ngram_pass`)
-rolls n-gram hashes over them and looks them up. On the per-document path non-ASCII documents
-are normalised in Python first (:func:`.hashing.normalise_bytes`) and :meth:`KernelIndex.scan`
-runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the extraction kernel folds the
-text and runs pass 1 on each document as it is copied, and :meth:`KernelIndex.scan_words` runs
-pass 2 only. Either way the hashes are those of the bytes the numpy path sees, so results are
-identical. ``buf`` may be ``bytes`` or a uint8 array; document ranges need not be
-contiguous or in buffer order, only non-overlapping. Without numba (not
-installed, fails to compile, or ``CSBENCH_NUMBA=0``) :func:`available` is False and the scanner
-keeps its numpy path. Compiled code is cached on disk (``cache=True``), so the compile cost (a few
-seconds) is paid once per installation, not per job.
+The kernel works in two passes. Pass 1 (:func:`_word_hashes`) classifies 64 bytes at a time with
+one vector compare per byte class (:func:`_word_bits64`: LLVM vector IR, AVX-512 or AVX2 code on
+x86), turns the 64-bit mask into word starts and ends with bit tricks, and hashes each word from
+two unaligned 8-byte loads (no work per byte, no branch per byte). Pass 2 (:func:`_ngram_pass`)
+rolls n-gram hashes over the word hashes and looks them up. On the per-document path
+:meth:`KernelIndex.scan` runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the
+extraction kernel runs pass 1 on each document as it is copied, and :meth:`KernelIndex.scan_words`
+runs pass 2 only. Either way the hashes are those of the bytes the numpy path sees, so results
+are identical. Pass 1 reads up to ``PAD`` bytes past a document's end (never uses them): buffers
+handed to the kernels have that much room. Document ranges need not be contiguous or in buffer
+order, only non-overlapping. Without numba (not installed, fails to compile, ``CSBENCH_NUMBA=0``
+or a big-endian machine) :func:`available` is False and the scanner keeps its numpy path.
+Compiled code is cached on disk (``cache=True``), so the compile cost (a few seconds) is paid
+once per installation, not per job.
 """
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import numpy as np
 
@@ -37,103 +41,100 @@ try:  # pragma: no cover - exercised when numba is installed
 except Exception:  # noqa: BLE001 - any import failure means: use the numpy path
     numba = None
 
-BYTE_POWS = 4096             # P_BYTE**j from a table for words up to this many bytes (a power of 2)
+PAD = 64                     # bytes pass 1 may read past a document's end
 
-_LOWER = np.arange(256, dtype=np.uint8)
-_LOWER[ord("A"):ord("Z") + 1] += 32
-_ISWORD = H._WORD_LUT[_LOWER]
-# word bytes: byte value + 1 after lower-casing (as hashing._BYTE_VAL); separators: 0
-_VAL = np.where(_ISWORD, _LOWER.astype(np.uint64) + np.uint64(1), np.uint64(0))
-_WMASK = np.where(_ISWORD, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0))   # word byte: all ones
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_K_FIRST, _K_LAST, _K_LEN, _SPREAD = H.K_FIRST, H.K_LAST, H.K_LEN, H.P_SPREAD
 
-_BYTE_POW_TABLE = np.ones(BYTE_POWS, dtype=np.uint64)
-for _j in range(1, BYTE_POWS):
-    _BYTE_POW_TABLE[_j] = (int(_BYTE_POW_TABLE[_j - 1]) * H.P_BYTE) & 0xFFFFFFFF
+if numba is not None:
+    from llvmlite import ir as _ir
+    from numba.core import types as _types
+    from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _load8(typingctx, arr, idx):
+        """The 8 bytes at arr[idx:idx + 8] as a little-endian uint64 (unaligned; no checks)."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), _ir.IntType(64).as_pointer())
+            return builder.load(ptr, align=1)
+        return _types.uint64(arr, idx), codegen
+
+    @_intrinsic
+    def _word_bits64(typingctx, arr, idx):
+        """Bit i set when byte arr[idx + i] (i < 64) is a word byte (a-z, 0-9, >= 0x80): one
+        64-byte vector load and three vector compares (unaligned; no checks)."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            i8 = _ir.IntType(8)
+            vt = _ir.VectorType(i8, 64)
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vt.as_pointer())
+            x = builder.load(ptr, align=1)
+
+            def splat(v):
+                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
+            alpha = builder.icmp_unsigned("<", builder.sub(x, splat(0x61)), splat(26))
+            digit = builder.icmp_unsigned("<", builder.sub(x, splat(0x30)), splat(10))
+            high = builder.icmp_signed("<", x, splat(0))
+            return builder.bitcast(builder.or_(builder.or_(alpha, digit), high), _ir.IntType(64))
+        return _types.uint64(arr, idx), codegen
+else:  # (the kernels only run compiled; these keep the module importable)
+    def _load8(arr, idx):
+        return np.uint64(int.from_bytes(arr[idx:idx + 8].tobytes(), "little"))
+
+    def _word_bits64(arr, idx):
+        return np.uint64(sum(1 << i for i, c in enumerate(arr[idx:idx + 64].tolist())
+                             if H._WORD_LUT[c]))
+
+    def _trailing_zeros(x):
+        return (int(x) & -int(x)).bit_length() - 1
 
 
-def _word_hashes(buf, lo, hi, val, wmask, byte_pows, hw, k):
-    """Pass 1 over ``buf[lo:hi]``: 32-bit word hashes (low bits of ``hw``) from index k on.
+def _word_hash(buf, s, e):
+    """The hash of the word buf[s:e] (:func:`.hashing.word_hashes`)."""
+    n = np.uint64(e - s)
+    a = _load8(buf, s) & (_ALL >> (np.uint64(64) - np.uint64(8) * min(n, np.uint64(8))))
+    b = _load8(buf, max(e - 8, s)) & (np.uint64(0) - np.uint64(n > 8))
+    h = (a * _K_FIRST) ^ (b * _K_LAST) ^ (n * _K_LEN)
+    h ^= h >> np.uint64(32)
+    return h * _SPREAD
 
-    Branch-free per byte: ``wmask[c]`` is all ones for a word byte, 0 for a separator; every
-    byte updates the running hash (reset to 0 by a separator) and writes it at slot k, which
-    advances when a word ends, so the slot keeps the finished hash. Byte powers come from a
-    table; counters are unsigned (no negative-index handling). Returns (new k, True) or
-    (k, False) if a word was too long for the table.
-    """
-    zero = np.uint64(0)
+
+def _word_hashes(buf, lo, hi, hw, k):
+    """Pass 1 over ``buf[lo:hi]``: the word hashes go to hw[k:]; returns the new k.
+
+    Per 64-byte block: the word-byte mask W (:func:`_word_bits64`, bits past ``hi`` cleared),
+    its transitions ``B = W ^ (W << 1 | carry)``; starts ``S = B & W`` and ends ``E = B & ~W``
+    alternate, so after the end of a word carried over from the previous block every end pairs
+    with the next start. Reads up to ``PAD`` bytes past ``hi``."""
     one = np.uint64(1)
-    top = np.uint64(BYTE_POWS - 1)
-    h = zero
-    j = zero
-    prevm = zero
-    big = zero
-    q = np.uint64(k)
-    seg = buf[lo:hi]
-    for i in range(seg.shape[0]):               # (indices from 0: no negative-index checks)
-        c = seg[i]
-        m = wmask[c]
-        q += (prevm & ~m) & one
-        h = (h + val[c] * byte_pows[j & top]) & m
-        hw[q] = h
-        big |= j
-        j = (j + one) & m
-        prevm = m
-    q += prevm & one
-    return np.int64(q), big < np.uint64(BYTE_POWS)
-
-
-def _word_hashes2(buf, lo, hi, val, wmask, byte_pows, hw, k):
-    """Pass 1 as :func:`_word_hashes` (the reference: same slots, same values), with the
-    long-word check taken out of the per-byte loop: the bytes go in blocks of
-    ``BYTE_POWS // 2``, and the position in the current word is checked at each block's end.
-    A word of more than ``BYTE_POWS`` bytes spans two block ends, the second one at least
-    ``BYTE_POWS // 2`` bytes into it, so (k, False) is returned for it as by the reference;
-    (k, False) also for some words of ``BYTE_POWS // 2`` to ``BYTE_POWS`` bytes (rare), whose
-    documents then take :func:`_word_hashes_long` (same hashes, only slower)."""
-    zero = np.uint64(0)
-    one = np.uint64(1)
-    top = np.uint64(BYTE_POWS - 1)
-    h = zero
-    j = zero
-    prevm = zero
-    big = zero
-    q = np.uint64(k)
-    seg = buf[lo:hi]
-    n = seg.shape[0]
-    for b0 in range(0, n, BYTE_POWS // 2):
-        sub = seg[b0:min(n, b0 + BYTE_POWS // 2)]
-        for i in range(sub.shape[0]):           # (indices from 0: no negative-index checks)
-            c = sub[i]
-            m = wmask[c]
-            q += (prevm & ~m) & one
-            h = (h + val[c] * byte_pows[j & top]) & m
-            hw[q] = h
-            j = (j + one) & m
-            prevm = m
-        big |= j
-    q += prevm & one
-    return np.int64(q), big < np.uint64(BYTE_POWS // 2)
-
-
-def _word_hashes_long(buf, lo, hi, val, p_byte, hw, k):
-    """Pass 1 as :func:`_word_hashes` with byte powers by multiplication (any word length)."""
-    zero = np.uint64(0)
-    one = np.uint64(1)
-    h = zero
-    p = one
-    prevw = 0
-    seg = buf[lo:hi]
-    for i in range(seg.shape[0]):
-        v = val[seg[i]]
-        w = 1 if v != 0 else 0
-        m = zero - np.uint64(w)
-        hw[k] = h
-        k += prevw & (1 - w)
-        h = (h + v * p) & m
-        p = ((p * p_byte) & m) | (one & ~m)
-        prevw = w
-    if prevw:
-        hw[k] = h
+    carry = np.uint64(0)
+    base = lo
+    so = lo                                     # start of a word open at a block end
+    while base < hi:
+        w = _word_bits64(buf, base)
+        if hi - base < 64:
+            w &= (one << np.uint64(hi - base)) - one
+        b = w ^ ((w << one) | carry)
+        s = b & w
+        e = b & ~w
+        if carry and e:                         # the end of the carried word
+            hw[k] = _word_hash(buf, so, base + _trailing_zeros(e))
+            k += 1
+            e &= e - one
+        while e:
+            a = base + _trailing_zeros(s)
+            s &= s - one
+            hw[k] = _word_hash(buf, a, base + _trailing_zeros(e))
+            k += 1
+            e &= e - one
+        if s:
+            so = base + _trailing_zeros(s)
+        carry = w >> np.uint64(63)
+        base += 64
+    if carry:
+        hw[k] = _word_hash(buf, so, hi)
         k += 1
     return k
 
@@ -195,7 +196,7 @@ def _ngram_pass(hw, wlo, whi, lengths, word_pows, inv_word, table, shift, keys, 
 
 
 def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift, keys, key_off,
-                 val, wmask, byte_pows, spread, hw, wstart, out):
+                 hw, wstart, out):
     """Matches of one batch: (start word, length slot, key index) rows written to ``out`` (an
     (cap, 3) int64 array; rows beyond cap are counted, not written); returns (matches, candidates).
 
@@ -205,26 +206,19 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
     receives each document's first word index.
     """
     nd = doc_lo.shape[0]
-    mask32 = np.uint64(0xFFFFFFFF)
     k = 0
     for d in range(nd):                         # pass 1: word hashes, document by document
         wstart[d] = k
-        k2, ok = _word_hashes2(buf, doc_lo[d], doc_hi[d], val, wmask, byte_pows, hw, k)
-        if not ok:
-            k2 = _word_hashes_long(buf, doc_lo[d], doc_hi[d], val, byte_pows[1], hw, k)
-        k = k2
+        k = _word_hashes(buf, doc_lo[d], doc_hi[d], hw, k)
     wstart[nd] = k
-    for q in range(k):                          # spread the 32-bit word hashes over 64 bits
-        hw[q] = (hw[q] & mask32) * spread
     ws = wstart.copy()
     return _ngram_pass(hw, ws[:nd], ws[1:], lengths, word_pows, inv_word, table, shift,
                        keys, key_off, wstart, out)
 
 
 if numba is not None:
+    _word_hash = numba.njit(cache=True, nogil=True, inline="always")(_word_hash)
     _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
-    _word_hashes2 = numba.njit(cache=True, nogil=True)(_word_hashes2)
-    _word_hashes_long = numba.njit(cache=True, nogil=True)(_word_hashes_long)
     _ngram_pass = numba.njit(cache=True, nogil=True)(_ngram_pass)
 _kernel = numba.njit(cache=True, nogil=True)(_scan_kernel) if numba is not None else None
 _ngram = _ngram_pass
@@ -254,15 +248,17 @@ class KernelIndex:
 
     def scan(self, buf: bytes, doc_lo: np.ndarray, doc_hi: np.ndarray):
         """(start words, length slots, key indices, candidate count, first word of each
-        document) of one batch buffer."""
+        document) of one batch buffer (normalised: ASCII lower-cased)."""
         arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
+        if len(doc_hi) and len(arr) < int(doc_hi.max()) + PAD:     # room to read past the end
+            arr = np.concatenate((arr, np.zeros(PAD, dtype=np.uint8)))
         if len(self.hw) < len(arr) // 2 + 2:
             self.hw = np.empty(len(arr) // 2 + 2 + (1 << 16), dtype=np.uint64)
         wstart = np.empty(len(doc_lo) + 1, dtype=np.int64)
         while True:
             nout, ncand = _kernel(arr, doc_lo, doc_hi, self.lengths, self.word_pows, H.INV_WORD,
-                                  self.table, self.shift, self.keys, self.key_off, _VAL,
-                                  _WMASK, _BYTE_POW_TABLE, H.P_SPREAD, self.hw, wstart, self.out)
+                                  self.table, self.shift, self.keys, self.key_off, self.hw,
+                                  wstart, self.out)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
@@ -287,6 +283,8 @@ class KernelIndex:
 def available() -> bool:
     """True when the compiled kernel can be used (numba present, compiles, not disabled)."""
     if os.environ.get("CSBENCH_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if sys.byteorder != "little":       # the 8-byte loads read bytes in little-endian order
         return False
     if "ok" not in _STATE:
         ok = False

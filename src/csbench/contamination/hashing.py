@@ -3,10 +3,19 @@
 The scan never builds Python strings per word: a batch of documents is one ``bytes`` buffer,
 normalised the way :func:`csbench.text.fold` normalises text (NFKC, lower case, punctuation and
 whitespace are separators), split into words with a 256-entry lookup table, and every word and
-every word n-gram gets a 64-bit polynomial hash from prefix sums (arithmetic modulo 2**64, which
-numpy's uint64 wrap-around gives for free). A word is a maximal run of ASCII letters/digits or
-non-ASCII bytes, so tokenising ``fold(text)`` on the benchmark side and the raw corpus bytes on the
-corpus side gives the same words.
+every word n-gram gets a 64-bit polynomial hash from prefix sums of word hashes (arithmetic
+modulo 2**64, which numpy's uint64 wrap-around gives for free). A word is a maximal run of ASCII
+letters/digits or non-ASCII bytes, so tokenising ``fold(text)`` on the benchmark side and the
+normalised corpus bytes on the corpus side gives the same words.
+
+**Word hash** (:func:`word_hashes`; the compiled kernels of :mod:`.fastscan` compute the same
+value): a word of L bytes is read as two little-endian 64-bit numbers, its first min(L, 8)
+bytes ``a`` and, when L > 8, its last 8 bytes ``b`` (0 otherwise); then
+``h = a*K_FIRST ^ b*K_LAST ^ L*K_LEN``, ``h ^= h >> 32`` and the word hash is ``h * P_SPREAD``
+(mod 2**64). Two loads and a few multiplies per word, whatever its length, so the compiled scan
+needs no work per byte beyond finding word boundaries. Words longer than 16 bytes that agree on
+their first 8 bytes, last 8 bytes and length share a hash; like any collision this only costs a
+verification, since every hit is checked word by word against the benchmark text.
 """
 from __future__ import annotations
 
@@ -17,8 +26,10 @@ import numpy as np
 
 from ..text import fold
 
-P_BYTE = 0x01000193                       # odd multiplier for bytes within a word (mod 2**32)
-P_SPREAD = np.uint64(0xBF58476D1CE4E5B9)   # spreads a 32-bit word hash over 64 bits
+K_FIRST = np.uint64(0xA0761D6478BD642F)    # word hash: multiplier of the first 8 bytes
+K_LAST = np.uint64(0xE7037ED1A0B428DB)     # ... of the last 8 bytes (words over 8 bytes)
+K_LEN = np.uint64(0x8EBC6AF09C88C6E3)      # ... of the length
+P_SPREAD = np.uint64(0xBF58476D1CE4E5B9)   # final multiplier of a word hash
 P_WORD = np.uint64(0x9E3779B97F4A7C15)     # odd multiplier for words within an n-gram
 
 
@@ -26,15 +37,12 @@ def _inverse(p: int) -> int:
     return pow(int(p), -1, 1 << 64)
 
 
-INV_BYTE = pow(P_BYTE, -1, 1 << 32)
 INV_WORD = np.uint64(_inverse(P_WORD))
 
 _WORD_LUT = np.zeros(256, dtype=bool)
 for _c in b"abcdefghijklmnopqrstuvwxyz0123456789":
     _WORD_LUT[_c] = True
 _WORD_LUT[0x80:] = True
-# Word-byte values are offset by one so that no word byte hashes to zero.
-_BYTE_VAL = np.arange(256, dtype=np.uint64) + np.uint64(1)
 
 # UTF-8 encodings of the Unicode punctuation csbench.text.fold maps to spaces
 # (U+2010-2027, U+2030-205E, U+00A1-00BF, U+00D7, U+00F7), plus the Unicode line separators.
@@ -77,7 +85,6 @@ def _power_table(p, n: int) -> np.ndarray:
     return out
 
 
-_BYTE_POWERS = _Powers(P_BYTE, INV_BYTE, np.uint32)
 _WORD_POWERS = _Powers(P_WORD, INV_WORD, np.uint64)
 
 
@@ -127,12 +134,8 @@ def normalise_bytes(buf: bytes) -> bytes:
 
 
 def tokenise(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Word start offsets, end offsets and 64-bit word hashes of a normalised buffer.
-
-    Bytes are hashed with 32-bit arithmetic (half the memory traffic of 64-bit), then each word
-    hash is spread to 64 bits by an odd multiplier; collisions only cost a verification, since
-    every hit is checked word by word against the benchmark text.
-    """
+    """Word start offsets, end offsets and 64-bit word hashes (:func:`word_hashes`) of a
+    normalised buffer."""
     arr = np.frombuffer(buf, dtype=np.uint8)
     n = len(arr)
     if n == 0:
@@ -145,16 +148,26 @@ def tokenise(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if isw[-1]:
         b = np.concatenate((b, [n]))
     starts, ends = b[0::2], b[1::2]
-    pw, ipw = _BYTE_POWERS.get(n + 1)
-    vals = arr.astype(np.uint32)
-    vals += np.uint32(1)
-    vals *= pw[:n]
-    prefix = np.empty(n + 1, dtype=np.uint32)
-    prefix[0] = 0
-    np.cumsum(vals, out=prefix[1:])
-    h32 = (prefix[ends] - prefix[starts]) * ipw[starts]
+    return starts, ends, word_hashes(arr, starts, ends)
+
+
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def word_hashes(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Hashes of the words ``arr[starts[i]:ends[i]]`` (uint8 array; module doc)."""
+    n = len(arr)
+    pad = np.zeros(n + 8, dtype=np.uint8)
+    pad[:n] = arr
+    win = np.ndarray((n + 1,), dtype="<u8", buffer=pad, strides=(1,))   # win[i]: bytes i..i+7
+    L = (ends - starts).astype(np.uint64)
+    keep = _ALL >> (np.uint64(64) - np.uint64(8) * np.minimum(L, np.uint64(8)))
+    a = win[starts] & keep
+    b = np.where(L > 8, win[np.maximum(ends - 8, starts)], np.uint64(0)).astype(np.uint64)
     with np.errstate(over="ignore"):
-        return starts, ends, h32.astype(np.uint64) * P_SPREAD
+        h = (a * K_FIRST) ^ (b * K_LAST) ^ (L * K_LEN)
+        h ^= h >> np.uint64(32)
+        return h * P_SPREAD
 
 
 def ngram_prefix(word_hashes: np.ndarray) -> np.ndarray:

@@ -17,8 +17,8 @@ newline (the remainder is carried over) and hands the block to one numba kernel
   lower-cased, every non-ASCII character replaced by its entry of a per-code-point table;
 * records the span of the ``id_field`` value (a string without escapes or an integer literal);
 * hashes the words of the copied document right away, while its folded bytes are in cache
-  (:func:`.fastscan._word_hashes2`, the scan kernel's own pass 1: same bytes, same hashes), into
-  a word-hash buffer (``hw[wlo[d]:whi[d]]`` for document d, spread to 64 bits).
+  (:func:`.fastscan._word_hashes`, the scan kernel's own pass 1: same bytes, same hashes), into
+  a word-hash buffer (``hw[wlo[d]:whi[d]]`` for document d).
 
 Documents are separated by ``\\n`` in the output buffer. The word hashes go straight to
 :meth:`.fastscan.KernelIndex.scan_words` (rolling n-gram hashes and lookups only): no Python
@@ -89,11 +89,6 @@ TABLE_N = 0x20000          # code points covered by the folding table
 MAX_DEPTH = 256            # nesting depth the validator follows (deeper: fallback)
 BLOCK = 1 << 22            # bytes read per block
 _JAMO = ((0x1100, 0x1200), (0x3130, 0x3190), (0xA960, 0xA980), (0xD7B0, 0xD800), (0xFFA0, 0xFFDD))
-
-_MASK32 = np.uint64(0xFFFFFFFF)
-_SPREAD = H.P_SPREAD
-_VAL = F._VAL              # word-byte values of the scan kernel (0 for separators)
-_POWS = F._BYTE_POW_TABLE  # P_BYTE**j (mod 2**32) for j < F.BYTE_POWS
 
 # SWAR constants of the ASCII copy (8 bytes in a uint64)
 _ONES = np.uint64(0x0101010101010101)
@@ -194,20 +189,12 @@ def tables() -> Tables:
 
 # -- the kernel ------------------------------------------------------------------------------
 
+_load8 = F._load8
+_trailing_zeros = F._trailing_zeros
 if numba is not None:
     from llvmlite import ir as _ir
     from numba.core import types as _types
-    from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
     from numba.extending import intrinsic as _intrinsic
-
-    @_intrinsic
-    def _load8(typingctx, arr, idx):
-        """The 8 bytes at arr[idx:idx + 8] as a little-endian uint64 (unaligned; no checks)."""
-        def codegen(context, builder, sig, args):
-            ary = context.make_array(sig.args[0])(context, builder, args[0])
-            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), _ir.IntType(64).as_pointer())
-            return builder.load(ptr, align=1)
-        return _types.uint64(arr, idx), codegen
 
     @_intrinsic
     def _store8(typingctx, arr, idx, val):
@@ -218,15 +205,9 @@ if numba is not None:
             builder.store(args[2], ptr, align=1)
             return context.get_dummy_value()
         return _types.void(arr, idx, val), codegen
-else:  # (the kernel only runs compiled; these keep the module importable)
-    def _load8(arr, idx):
-        return np.uint64(int.from_bytes(arr[idx:idx + 8].tobytes(), "little"))
-
+else:  # (the kernel only runs compiled; this keeps the module importable)
     def _store8(arr, idx, val):
         arr[idx:idx + 8] = np.frombuffer(int(val).to_bytes(8, "little"), np.uint8)
-
-    def _trailing_zeros(x):
-        return (int(x) & -int(x)).bit_length() - 1
 
 
 def _ws(buf, i, n):
@@ -554,7 +535,7 @@ def _key_is(buf, a, b, key):
 
 
 def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack, out,
-            o, res, val, wmask, pows, hw, kw):
+            o, res, hw, kw):
     """One line's object at i: res = [end, doc lo, doc hi, raw length, id lo, id hi, first
     word, end word]; returns the new output position and word count (both unchanged for a
     fallback, with res[0] = -1)."""
@@ -593,11 +574,7 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
             i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, esc, ok, off, pool)
             if i < 0:
                 return o0, k0
-            # its word hashes, while its folded bytes are in cache
-            k2, short = F._word_hashes2(out, res[1], o, val, wmask, pows, hw, kw)
-            if not short:                           # a word too long for the powers table
-                k2 = F._word_hashes_long(out, res[1], o, val, pows[1], hw, kw)
-            kw = k2
+            kw = F._word_hashes(out, res[1], o, hw, kw)   # while its bytes are in cache
             res[2] = o
             res[3] = raw
             res[7] = kw
@@ -653,7 +630,7 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
 
 
 def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, pool, out, ls, st,
-             dlo, dhi, draw, ilo, ihi, stack, val, wmask, pows, hw, wlo, whi):
+             dlo, dhi, draw, ilo, ihi, stack, hw, wlo, whi):
     """All lines of ``buf`` (whole lines; the last one may lack its newline): per line its
     start ``ls`` (plus ``ls[lines] = len(buf)``), status ``st`` (0 document, 1 blank,
     2 fallback), document range in ``out``, UTF-8 length of the text, id span and range of its
@@ -680,7 +657,7 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
             nl += 1
             continue
         o, k = _object(buf, p, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack,
-                       out, o, res, val, wmask, pows, hw, k)
+                       out, o, res, hw, k)
         e = res[0]
         if e >= 0:
             st[nl] = 0
@@ -699,8 +676,6 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
         p = e + 1
         nl += 1
     ls[nl] = n
-    for q in range(k):                              # spread the 32-bit hashes over 64 bits
-        hw[q] = (hw[q] & _MASK32) * _SPREAD
     return nl, o, k
 
 
@@ -789,7 +764,8 @@ class _Arrays:
                 np.zeros(m, dtype=np.int64) for _ in range(7))
         if nbytes > self.n:
             self.n = max(nbytes, 2 * self.n)
-            self.out = np.empty(self.n * expand + 64, dtype=np.uint8)   # pages used on touch
+            # (pages are used on touch; pass 1 reads up to PAD bytes past a document)
+            self.out = np.empty(self.n * expand + 64 + F.PAD, dtype=np.uint8)
         # a document of b output bytes has at most (b + 1) // 2 words
         if len(getattr(self, "hw", ())) < len(self.out) // 2 + self.lines + 2:
             self.hw = np.empty(len(self.out) // 2 + self.lines + 2, dtype=np.uint64)
@@ -813,8 +789,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         while True:
             nl, used, nw = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC,
                                     _BLANK, T.ok, T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi,
-                                    A.draw, A.ilo, A.ihi, stack, _VAL, F._WMASK, _POWS, A.hw,
-                                    A.wlo, A.whi)
+                                    A.draw, A.ilo, A.ihi, stack, A.hw, A.wlo, A.whi)
             if nl >= 0:
                 break
             A.ensure(size, chunk.count(b"\n", 0, size) + 1, T.max_expand)   # more lines: again
@@ -840,8 +815,9 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
                 fb_ids[li] = doc[0]
                 nbytes += len(doc[1])
                 t = b"\n" + H.normalise_bytes(doc[1])
-                if used + len(t) > len(out):
-                    out = np.concatenate((out[:used], np.zeros(len(t) + len(out), np.uint8)))
+                if used + len(t) + F.PAD > len(out):
+                    out = np.concatenate((out[:used], np.zeros(len(t) + len(out) + F.PAD,
+                                                               np.uint8)))
                 out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
                 lo[k], hi[k] = used + 1, used + len(t)
                 used += len(t)
@@ -872,23 +848,10 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             lineno += nl
 
 
-def _hash_words_impl(out, lo, hi, val, wmask, pows, hw, k):
-    """Word hashes of ``out[lo:hi]`` into hw[k:], spread (a fallback document: as the kernel
-    hashes the documents it copies); returns the new k."""
-    k2, short = F._word_hashes2(out, lo, hi, val, wmask, pows, hw, k)
-    if not short:
-        k2 = F._word_hashes_long(out, lo, hi, val, pows[1], hw, k)
-    for q in range(k, k2):
-        hw[q] = (hw[q] & _MASK32) * _SPREAD
-    return k2
-
-
-if numba is not None:
-    _hash_words_impl = numba.njit(cache=True, nogil=True)(_hash_words_impl)
-
-
 def _hash_words(out, lo, hi, hw, k):
-    return _hash_words_impl(out, lo, hi, _VAL, F._WMASK, _POWS, hw, k)
+    """Word hashes of ``out[lo:hi]`` into hw[k:] (a fallback document: as the kernel hashes the
+    documents it copies); returns the new k."""
+    return F._word_hashes(out, lo, hi, hw, k)
 
 
 def available() -> bool:
@@ -908,8 +871,7 @@ def available() -> bool:
             nl, used, nw = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
                                     False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out,
                                     A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
-                                    np.empty(MAX_DEPTH, np.uint8), _VAL, F._WMASK, _POWS, A.hw,
-                                    A.wlo, A.whi)
+                                    np.empty(MAX_DEPTH, np.uint8), A.hw, A.wlo, A.whi)
             ok = (nl == 2 and A.out[:used].tobytes() == "aé".encode()
                   and A.hw[:nw].tolist() == H.tokenise("aé".encode())[2].tolist())
         except Exception as exc:  # noqa: BLE001 - fall back on any compile/run failure

@@ -157,9 +157,8 @@ class Scanner:
         ids: list[str] = []
         bufs: list[bytes] = []
         size = 0
-        fast = self.kernel is not None
         norm = H.normalise_bytes
-        batch = self._batch_kernel if fast else self._batch
+        batch = self._batch_kernel if self.kernel is not None else self._batch
         limit = self.batch_bytes
         nbytes = ndocs = 0
         for doc_id, text in documents:
@@ -167,8 +166,7 @@ class Scanner:
             nbytes += n
             ndocs += 1
             ids.append(doc_id)
-            # the kernel lower-cases ASCII itself; only non-ASCII text needs normalising first
-            bufs.append(text if fast and text.isascii() else norm(text))
+            bufs.append(norm(text))
             size += n + 1
             if size >= limit:
                 batch(ids, bufs)
@@ -203,12 +201,11 @@ class Scanner:
 
     def _batch_kernel(self, ids: list[str], bufs: list[bytes]) -> None:
         t0 = time.process_time()
-        buf = b"\n".join(bufs)
+        buf = b"\n".join(bufs + [bytes(fastscan.PAD)])    # (pass 1 reads past a document)
         lens = np.fromiter((len(b) + 1 for b in bufs), dtype=np.int64, count=len(bufs))
         doc_end = np.cumsum(lens)
         doc_start = doc_end - lens
-        self._kernel_batch(buf, doc_start, doc_end - 1, lambda d: bufs[d].lower(),
-                           ids.__getitem__)
+        self._kernel_batch(buf, doc_start, doc_end - 1, bufs.__getitem__, ids.__getitem__)
         self.seconds += time.process_time() - t0
 
     def _kernel_batch(self, buf, doc_lo, doc_hi, doc_bytes, doc_id, found=None) -> None:
