@@ -330,6 +330,16 @@ needs_kernel = pytest.mark.skipif(not (fastscan.available() and jsonl.available(
                                   reason="numba kernels unavailable")
 
 
+@pytest.fixture(params=[False, True], ids=["scalar-escapes", "vector-escapes"])
+def compress(request, monkeypatch):
+    """Both copy loops of the fused reader: escapes one by one, and (where the CPU has a byte
+    compress-store) one-character escapes inside the 64-byte vector loop."""
+    if request.param and not jsonl._has_compress():
+        pytest.skip("no AVX-512 VBMI2 on this CPU")
+    monkeypatch.setattr(jsonl, "_COMPRESS", request.param)
+    return request.param
+
+
 def _fused_docs(piece, text_field="text", id_field=None, block=64):
     docs, fallbacks = [], 0
     for b in jsonl.iter_batches(piece, text_field, id_field, block):
@@ -410,7 +420,7 @@ def _fused_fixture(tmp_path):
 
 @needs_kernel
 @pytest.mark.parametrize("id_field", [None, "id"])
-def test_fused_path_matches_per_document_path(tmp_path, id_field):
+def test_fused_path_matches_per_document_path(tmp_path, compress, id_field):
     data = _fused_fixture(tmp_path)
     plain = tmp_path / "f.jsonl"
     plain.write_bytes(data)
@@ -443,7 +453,7 @@ def test_fused_path_matches_per_document_path(tmp_path, id_field):
 
 
 @needs_kernel
-def test_fused_path_errors_match(tmp_path):
+def test_fused_path_errors_match(tmp_path, compress):
     p = tmp_path / "bad.jsonl"
     cases = ['{"text": 5}', 'not json', '{"text": "ok",}', '[1, 2]', '{"txt": "a"}',
              '{"text": "a"}{"text": "b"}', '{"text": "a\x01b"}', '{"a": 1',
@@ -493,7 +503,7 @@ def _kernel_word_hashes(doc: bytes) -> list[int]:
 
 
 @needs_kernel
-def test_fused_word_hashes_equal_kernel_pass(tmp_path):
+def test_fused_word_hashes_equal_kernel_pass(tmp_path, compress):
     """The word hashes the extraction kernel computes while copying equal those of the scan
     kernel's pass 1 on the folded bytes, for every document (escapes, non-ASCII, long words,
     fallback lines in between) and any block size."""
@@ -533,24 +543,32 @@ def test_fused_word_hashes_equal_kernel_pass(tmp_path):
 
 
 @needs_kernel
-def test_fused_ascii_copy_8_bytes_at_a_time(tmp_path):
-    """The 8-bytes-at-a-time ASCII copy (upper case folded, stopping exactly at quotes,
-    backslashes, control and non-ASCII bytes) at every alignment, block ends included."""
+def test_fused_ascii_copy_vector_and_swar(tmp_path, compress):
+    """The vector (64 bytes) and 8-bytes-at-a-time ASCII copies, with one-character escapes
+    taken in the vector loop or not (``compress``): upper case folded, stopping exactly at
+    quotes, backslashes that start other escapes (``\\\\``, ``\\u``), control and non-ASCII
+    bytes, at every alignment, texts short and long, escapes dense and sparse, block ends
+    included."""
     rng = np.random.default_rng(11)
-    alphabet = [chr(c) for c in range(32, 127)] + ["\n", "\t", "\x01", "\x1f", "é", "Ä", "😀",
-                                                   "\u00a0", "\\", '"', "/"]
-    weights = np.array([8.0 if chr(c).isalpha() else 1.0 for c in range(32, 127)] + [1.0] * 11)
+    alphabet = [chr(c) for c in range(32, 127)] + ["\n", "\t", "\r", "\b", "\f", "\x01", "\x1f",
+                                                   "é", "Ä", "😀", "\u00a0", "\\", '"', "/"]
     texts = []
     for i in range(1500):
-        m = int(rng.integers(0, 40))
+        m = int(rng.integers(0, 40 if i % 3 else 400))
+        rare = 1.0 if i % 2 else 0.02                    # escapes and specials: dense or sparse
+        weights = np.array([8.0 if chr(c).isalpha() else 1.0 for c in range(32, 127)]
+                           + [rare] * 14)
         texts.append("".join(rng.choice(alphabet, size=m, p=weights / weights.sum())))
     p = tmp_path / "a.jsonl"
     with open(p, "w", encoding="utf-8") as fh:
         for i, t in enumerate(texts):
             pad = " " * (i % 9)                           # shifts the text's alignment
-            fh.write('{"text":%s"%s"}\n' % (pad, json.dumps(t, ensure_ascii=bool(i % 2))[1:-1]))
+            body = json.dumps(t, ensure_ascii=bool(i % 2))[1:-1]
+            if i % 5 == 0:
+                body = body.replace("/", "\\/")           # the optional escape of '/'
+            fh.write('{"text":%s"%s"}\n' % (pad, body))
     want = _python_docs((str(p), 0, -1))
-    for block in (20, 64, 1 << 20):
+    for block in (20, 64, 1000, 1 << 20):
         got, fallbacks = _fused_docs((str(p), 0, -1), block=block)
         assert fallbacks == 0
         assert got == want, block

@@ -9,10 +9,13 @@ newline (the remainder is carried over) and hands the block to one numba kernel
 * validates the line as one JSON object with a small strict parser (strings with escapes and
   UTF-8 checked, numbers by the JSON grammar, ``true``/``false``/``null``, nested arrays and
   objects up to depth ``MAX_DEPTH``);
-* finds the top-level key equal to ``text_field`` and copies its string value (plain ASCII 8
-  bytes at a time: one unaligned 64-bit load, bit tricks that find the first quote, backslash,
-  control or non-ASCII byte and fold upper case, one 64-bit store), unescaped
-  (``\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX``, surrogate pairs combined), into one output buffer,
+* finds the top-level key equal to ``text_field`` and copies its string value, unescaped
+  (``\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX``, surrogate pairs combined), into one output buffer.
+  Plain ASCII goes 64 bytes at a time (:func:`_copy64`: one vector load, compares that find the
+  first quote, backslash, control or non-ASCII byte, upper case folded, one store); on CPUs with
+  a byte compress-store (AVX-512 VBMI2) the one-character escapes other than ``\\\\`` are taken
+  inside that loop too (:func:`_copy64_esc`), so text with a newline escape every few dozen
+  bytes stays in it; the last bytes go 8 at a time (SWAR) and then one by one. The text is
   **folded while copying** exactly as :func:`.hashing.normalise_bytes` folds it: ASCII
   lower-cased, every non-ASCII character replaced by its entry of a per-code-point table;
 * records the span of the ``id_field`` value (a string without escapes or an integer literal);
@@ -191,6 +194,21 @@ def tables() -> Tables:
 
 _load8 = F._load8
 _trailing_zeros = F._trailing_zeros
+
+
+def _has_compress() -> bool:
+    """True when this CPU compress-stores bytes in one instruction (AVX-512 VBMI2); elsewhere
+    LLVM would emit a byte-by-byte store, so escapes take the scalar path instead."""
+    if numba is None:
+        return False
+    try:
+        import llvmlite.binding as llvm
+        return bool(llvm.get_host_cpu_features().get("avx512vbmi2"))
+    except Exception:  # noqa: BLE001 - unknown CPU: the portable path
+        return False
+
+
+_COMPRESS = _has_compress()
 if numba is not None:
     from llvmlite import ir as _ir
     from numba.core import types as _types
@@ -205,9 +223,102 @@ if numba is not None:
             builder.store(args[2], ptr, align=1)
             return context.get_dummy_value()
         return _types.void(arr, idx, val), codegen
+
+    @_intrinsic
+    def _copy64(typingctx, src, i, dst, o):
+        """Copy the 64 bytes src[i:i + 64] to dst[o:o + 64] with 'A'..'Z' lower-cased; returns
+        the mask of the bytes that end plain ASCII string content (bit j: src[i + j] is '"',
+        '\\', below 0x20 or at least 0x80). One vector load, five compares, one store."""
+        def codegen(context, builder, sig, args):
+            i8 = _ir.IntType(8)
+            vt = _ir.VectorType(i8, 64)
+
+            def ptr(k):
+                ary = context.make_array(sig.args[k])(context, builder, args[k])
+                return builder.bitcast(builder.gep(ary.data, [args[k + 1]]), vt.as_pointer())
+
+            def splat(v):
+                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
+            x = builder.load(ptr(0), align=1)
+            spec = builder.or_(
+                builder.or_(builder.icmp_unsigned("==", x, splat(0x22)),
+                            builder.icmp_unsigned("==", x, splat(0x5C))),
+                builder.or_(builder.icmp_unsigned("<", x, splat(0x20)),
+                            builder.icmp_signed("<", x, splat(0))))
+            up = builder.icmp_unsigned("<", builder.sub(x, splat(0x41)), splat(26))
+            low = builder.add(x, builder.select(up, splat(0x20), splat(0)))
+            builder.store(low, ptr(2), align=1)
+            return builder.bitcast(spec, _ir.IntType(64))
+        return _types.uint64(src, i, dst, o), codegen
+
+    @_intrinsic
+    def _copy64_esc(typingctx, src, i, dst, o):
+        """As :func:`_copy64`, also through one-character escapes other than ``\\\\``: the
+        64 bytes at src[i:] up to the first stop (an unescaped quote, a control or non-ASCII
+        byte, or a backslash not followed by one of ``n t r b f " /``) are written to dst[o:]
+        lower-cased, each escape as its character (one compress-store). Returns ``p | m << 8 |
+        e << 16``: p bytes consumed (64: no stop), m bytes written, e escapes among them."""
+        def codegen(context, builder, sig, args):
+            i1, i8, i64 = _ir.IntType(1), _ir.IntType(8), _ir.IntType(64)
+            vt = _ir.VectorType(i8, 64)
+            mt = _ir.VectorType(i1, 64)
+
+            def ptr(k):
+                ary = context.make_array(sig.args[k])(context, builder, args[k])
+                return builder.gep(ary.data, [args[k + 1]])
+
+            def splat(v):
+                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
+
+            def eq(v):
+                return builder.icmp_unsigned("==", x, splat(v))
+
+            def bits(m):
+                return builder.bitcast(m, i64)
+            x = builder.load(builder.bitcast(ptr(0), vt.as_pointer()), align=1)
+            bs = bits(eq(0x5C))
+            simple = eq(0x6E)
+            for c in (0x74, 0x72, 0x62, 0x66, 0x22, 0x2F):
+                simple = builder.or_(simple, eq(c))
+            one = _ir.Constant(i64, 1)
+            bad = builder.and_(bs, builder.not_(builder.lshr(bits(simple), one)))
+            escaped = builder.shl(bs, one)
+            stop = builder.or_(
+                builder.or_(builder.and_(bits(eq(0x22)), builder.not_(escaped)), bad),
+                bits(builder.or_(builder.icmp_unsigned("<", x, splat(0x20)),
+                                 builder.icmp_signed("<", x, splat(0)))))
+            p = builder.cttz(stop, _ir.Constant(i1, 0))
+            full = builder.icmp_unsigned("==", p, _ir.Constant(i64, 64))
+            valid = builder.select(full, _ir.Constant(i64, -1),
+                                   builder.sub(builder.shl(one, p), one))
+            keep = builder.and_(builder.not_(bs), valid)
+            up = builder.icmp_unsigned("<", builder.sub(x, splat(0x41)), splat(26))
+            y = builder.add(x, builder.select(up, splat(0x20), splat(0)))
+            r = x
+            for c, v in ((0x6E, 10), (0x74, 9), (0x72, 13), (0x62, 8), (0x66, 12)):
+                r = builder.select(eq(c), splat(v), r)
+            y = builder.select(builder.bitcast(escaped, mt), r, y)
+            fnty = _ir.FunctionType(_ir.VoidType(), [vt, i8.as_pointer(), mt])
+            fn = builder.module.globals.get("llvm.masked.compressstore.v64i8")
+            if fn is None:
+                fn = _ir.Function(builder.module, fnty, "llvm.masked.compressstore.v64i8")
+            builder.call(fn, [y, ptr(2), builder.bitcast(keep, mt)])
+            m = builder.ctpop(keep)
+            e = builder.ctpop(builder.and_(bs, valid))
+            return builder.or_(builder.or_(p, builder.shl(m, _ir.Constant(i64, 8))),
+                               builder.shl(e, _ir.Constant(i64, 16)))
+        return _types.uint64(src, i, dst, o), codegen
 else:  # (the kernel only runs compiled; this keeps the module importable)
+    def _copy64_esc(src, i, dst, o):
+        raise NotImplementedError
+
     def _store8(arr, idx, val):
         arr[idx:idx + 8] = np.frombuffer(int(val).to_bytes(8, "little"), np.uint8)
+
+    def _copy64(src, i, dst, o):
+        seg = src[i:i + 64]
+        dst[o:o + 64] = _LOWER[seg]
+        return np.uint64(sum(1 << j for j, c in enumerate(seg.tolist()) if _CLS[c]))
 
 
 def _ws(buf, i, n):
@@ -459,12 +570,32 @@ def _skip_value(buf, i, n, cls, stack):
             return -1
 
 
-def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool):
+def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress):
     """Copy the string content at i into out[o:], unescaped and folded; returns (index after
-    the closing quote, new o, UTF-8 length of the unfolded text), index -1 for a fallback."""
+    the closing quote, new o, UTF-8 length of the unfolded text), index -1 for a fallback.
+    ``compress``: take one-character escapes in the vector loop (:func:`_copy64_esc`)."""
     adj = -1 - i                  # UTF-8 length = bytes consumed + adj (escapes adjust adj)
     while True:
-        while i + 8 <= n:           # the hot loop: plain ASCII, 8 bytes at a time (SWAR)
+        if compress:                # the hot loop: 64 bytes at a time (vector), escapes too
+            while i + 64 <= n:
+                r = _copy64_esc(buf, i, out, o)
+                q = np.int64(r & np.uint64(0xFF))
+                i += q
+                o += np.int64((r >> np.uint64(8)) & np.uint64(0xFF))
+                adj -= np.int64(r >> np.uint64(16))
+                if q < 64:
+                    break
+        else:                       # the hot loop: plain ASCII, 64 bytes at a time (vector)
+            while i + 64 <= n:
+                spec = _copy64(buf, i, out, o)  # bytes from the first special on: rewritten
+                if spec != 0:
+                    q = _trailing_zeros(spec)
+                    i += q
+                    o += q
+                    break
+                i += 64
+                o += 64
+        while i + 8 <= n:           # the last 63 bytes, 8 at a time (SWAR)
             x = _load8(buf, i)
             xq = x ^ _QUOTES
             xb = x ^ _BACKSLASHES
@@ -535,7 +666,7 @@ def _key_is(buf, a, b, key):
 
 
 def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack, out,
-            o, res, hw, kw):
+            o, res, hw, kw, compress):
     """One line's object at i: res = [end, doc lo, doc hi, raw length, id lo, id hi, first
     word, end word]; returns the new output position and word count (both unchanged for a
     fallback, with res[0] = -1)."""
@@ -571,7 +702,7 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
                 o += 1
             res[1] = o
             res[6] = kw
-            i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, esc, ok, off, pool)
+            i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, esc, ok, off, pool, compress)
             if i < 0:
                 return o0, k0
             kw = F._word_hashes(out, res[1], o, hw, kw)   # while its bytes are in cache
@@ -630,7 +761,7 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
 
 
 def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, pool, out, ls, st,
-             dlo, dhi, draw, ilo, ihi, stack, hw, wlo, whi):
+             dlo, dhi, draw, ilo, ihi, stack, hw, wlo, whi, compress):
     """All lines of ``buf`` (whole lines; the last one may lack its newline): per line its
     start ``ls`` (plus ``ls[lines] = len(buf)``), status ``st`` (0 document, 1 blank,
     2 fallback), document range in ``out``, UTF-8 length of the text, id span and range of its
@@ -657,7 +788,7 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
             nl += 1
             continue
         o, k = _object(buf, p, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack,
-                       out, o, res, hw, k)
+                       out, o, res, hw, k, compress)
         e = res[0]
         if e >= 0:
             st[nl] = 0
@@ -789,7 +920,8 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         while True:
             nl, used, nw = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC,
                                     _BLANK, T.ok, T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi,
-                                    A.draw, A.ilo, A.ihi, stack, A.hw, A.wlo, A.whi)
+                                    A.draw, A.ilo, A.ihi, stack, A.hw, A.wlo, A.whi,
+                                    _COMPRESS)
             if nl >= 0:
                 break
             A.ensure(size, chunk.count(b"\n", 0, size) + 1, T.max_expand)   # more lines: again
@@ -871,7 +1003,8 @@ def available() -> bool:
             nl, used, nw = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
                                     False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out,
                                     A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
-                                    np.empty(MAX_DEPTH, np.uint8), A.hw, A.wlo, A.whi)
+                                    np.empty(MAX_DEPTH, np.uint8), A.hw, A.wlo, A.whi,
+                                    _COMPRESS)
             ok = (nl == 2 and A.out[:used].tobytes() == "aé".encode()
                   and A.hw[:nw].tolist() == H.tokenise("aé".encode())[2].tolist())
         except Exception as exc:  # noqa: BLE001 - fall back on any compile/run failure
