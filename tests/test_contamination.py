@@ -60,6 +60,23 @@ def test_ngram_hashes_equal_sequence_hashes():
     assert len(H.ngram_hashes(H.ngram_prefix(h[:5]), 7)) == 0
 
 
+def test_ngram_hash_definition():
+    """n-gram hash = XOR_i rotl(h_i, n - 1 - i) (rotations mod 64), for n below and above 64."""
+    rng = np.random.default_rng(5)
+    h = rng.integers(0, 2**63, 200, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+
+    def rot(x, r):
+        r %= 64
+        return ((x << r) | (x >> (64 - r))) & (2**64 - 1) if r else x
+    for n in (1, 2, 13, 64, 70):
+        g = H.ngram_hashes(H.ngram_prefix(h), n)
+        for q in (0, 1, 63, 64, 200 - n):
+            want = 0
+            for i in range(n):
+                want ^= rot(int(h[q + i]), n - 1 - i)
+            assert int(g[q]) == want, (n, q)
+
+
 def test_items_winogrande():
     p = probes()
     q1 = p[p.item_id == "q1"]
@@ -286,7 +303,7 @@ def test_numba_kernel_matches_numpy_path(methods, batch):
 def test_numba_kernel_many_matches_and_short_n():
     filled = SENT.replace("_", "Maria").encode()
     docs = [("big", b" ".join([filled] * 3000))]    # more matches than the kernel's first buffer
-    for n, mw in [(13, 4), (5, 3), (2, 1)]:
+    for n, mw in [(13, 4), (5, 3), (2, 1), (70, 3)]:
         idx = ProbeIndex(probes(), n=n, min_words=mw)
         t1 = Scanner(idx, engine="numba").scan(docs).table()
         t2 = Scanner(idx, engine="numpy").scan(docs).table()

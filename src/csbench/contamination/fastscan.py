@@ -4,10 +4,11 @@ For each document range of a batch buffer (normalised: ASCII lower-cased, as
 :func:`.hashing.normalise_bytes` gives it) the kernel splits words with the same classes as
 :mod:`.hashing` (ASCII letters/digits and non-ASCII bytes), hashes each word exactly as
 :func:`.hashing.word_hashes` does, keeps a rolling hash of the last L words for each looked-up
-length L (exactly :func:`.hashing.ngram_hashes`), and looks every n-gram up in a packed bit table
-and then by binary search in the sorted probe keys. It returns only the matches (start word,
-length slot, key index), so nothing per word is materialised. n-grams never cross a document
-boundary (the rolling state restarts at each document).
+length L (exactly :func:`.hashing.ngram_hashes`: rotations and XORs, no multiply chain), and
+looks every n-gram up in a packed bit table and then by binary search in the sorted probe keys.
+It returns only the matches (start word, length slot, key index), so nothing per word is
+materialised. n-grams never cross a document boundary (the rolling state restarts at each
+document).
 
 The kernel works in two passes. Pass 1 (:func:`_word_hashes`) classifies 64 bytes at a time with
 one vector compare per byte class (:func:`_word_bits64`: LLVM vector IR, AVX-512 or AVX2 code on
@@ -139,13 +140,19 @@ def _word_hashes(buf, lo, hi, hw, k):
     return k
 
 
-def _ngram_pass(hw, wlo, whi, lengths, word_pows, inv_word, table, shift, keys, key_off,
-                wstart, out):
-    """Pass 2: rolling n-gram hashes over given word hashes and lookups. Document d's 64-bit
-    (spread) word hashes are ``hw[wlo[d]:whi[d]]`` (ranges need not be contiguous or in order);
-    ``wstart`` (length documents + 1) receives the cumulative word counts, and match rows give
-    the start word as ``wstart[d]`` + its index in document d, i.e. as if the documents' words
-    lay one after another. Returns (matches, candidates); see :func:`_scan_kernel`."""
+def _rotl(x, r):
+    """x rotated left by r bits (r < 64; one instruction)."""
+    return (x << r) | (x >> ((np.uint64(64) - r) & np.uint64(63)))
+
+
+def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, wstart, out):
+    """Pass 2: rolling n-gram hashes over given word hashes and lookups. Document d's word
+    hashes are ``hw[wlo[d]:whi[d]]`` (ranges need not be contiguous or in order); ``wstart``
+    (length documents + 1) receives the cumulative word counts, and match rows give the start
+    word as ``wstart[d]`` + its index in document d, i.e. as if the documents' words lay one
+    after another. The n-gram hash is :func:`.hashing.ngram_hashes`' cyclic polynomial, rolled
+    by ``g = rotl(g ^ rotl(h_q, L - 1), 1) ^ h_{q+L}``. Returns (matches, candidates); see
+    :func:`_scan_kernel`."""
     nd = wlo.shape[0]
     one = np.uint64(1)
     t = 0
@@ -158,7 +165,7 @@ def _ngram_pass(hw, wlo, whi, lengths, word_pows, inv_word, table, shift, keys, 
     ncand = 0
     for s in range(lengths.shape[0]):
         L = lengths[s]
-        top_pow = word_pows[L - 1]
+        rl = np.uint64(L - 1) & np.uint64(63)
         klo = key_off[s]
         khi = key_off[s + 1]
         for d in range(nd):
@@ -170,7 +177,7 @@ def _ngram_pass(hw, wlo, whi, lengths, word_pows, inv_word, table, shift, keys, 
             base = wstart[d]
             g = np.uint64(0)
             for q in range(L):
-                g += seg[q] * word_pows[q]
+                g ^= _rotl(seg[q], np.uint64(L - 1 - q) & np.uint64(63))
             last = m - L
             for q in range(last + 1):
                 top = g >> shift
@@ -191,17 +198,16 @@ def _ngram_pass(hw, wlo, whi, lengths, word_pows, inv_word, table, shift, keys, 
                             out[nout, 2] = lo - klo
                         nout += 1
                 if q < last:
-                    g = (g - seg[q]) * inv_word + seg[q + L] * top_pow
+                    g = _rotl(g ^ _rotl(seg[q], rl), one) ^ seg[q + L]
     return nout, ncand
 
 
-def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift, keys, key_off,
-                 hw, wstart, out):
+def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, hw, wstart, out):
     """Matches of one batch: (start word, length slot, key index) rows written to ``out`` (an
     (cap, 3) int64 array; rows beyond cap are counted, not written); returns (matches, candidates).
 
     ``keys[key_off[s]:key_off[s+1]]`` are the sorted unique keys of length ``lengths[s]``;
-    ``word_pows[i]`` = P_WORD**i; ``table`` is the packed pre-filter indexed by ``h >> shift``;
+    ``table`` is the packed pre-filter indexed by ``h >> shift``;
     ``hw`` has room for a hash per word (len(buf) // 2 + 2); ``wstart`` (length documents + 1)
     receives each document's first word index.
     """
@@ -212,13 +218,13 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, word_pows, inv_word, table, shift
         k = _word_hashes(buf, doc_lo[d], doc_hi[d], hw, k)
     wstart[nd] = k
     ws = wstart.copy()
-    return _ngram_pass(hw, ws[:nd], ws[1:], lengths, word_pows, inv_word, table, shift,
-                       keys, key_off, wstart, out)
+    return _ngram_pass(hw, ws[:nd], ws[1:], lengths, table, shift, keys, key_off, wstart, out)
 
 
 if numba is not None:
     _word_hash = numba.njit(cache=True, nogil=True, inline="always")(_word_hash)
     _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
+    _rotl = numba.njit(cache=True, nogil=True, inline="always")(_rotl)
     _ngram_pass = numba.njit(cache=True, nogil=True)(_ngram_pass)
 _kernel = numba.njit(cache=True, nogil=True)(_scan_kernel) if numba is not None else None
 _ngram = _ngram_pass
@@ -240,9 +246,6 @@ class KernelIndex:
             bits[(u >> np.uint64(64 - table_bits)).astype(np.int64)] = True
         self.table = np.packbits(bits, bitorder="little")
         self.shift = np.uint64(64 - table_bits)
-        m = int(self.lengths.max()) if len(self.lengths) else 1
-        pw, _ = H._WORD_POWERS.get(m)
-        self.word_pows = np.ascontiguousarray(pw[:m], dtype=np.uint64)
         self.out = np.empty((4096, 3), dtype=np.int64)
         self.hw = np.empty(0, dtype=np.uint64)
 
@@ -256,9 +259,8 @@ class KernelIndex:
             self.hw = np.empty(len(arr) // 2 + 2 + (1 << 16), dtype=np.uint64)
         wstart = np.empty(len(doc_lo) + 1, dtype=np.int64)
         while True:
-            nout, ncand = _kernel(arr, doc_lo, doc_hi, self.lengths, self.word_pows, H.INV_WORD,
-                                  self.table, self.shift, self.keys, self.key_off, self.hw,
-                                  wstart, self.out)
+            nout, ncand = _kernel(arr, doc_lo, doc_hi, self.lengths, self.table, self.shift,
+                                  self.keys, self.key_off, self.hw, wstart, self.out)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
@@ -271,9 +273,8 @@ class KernelIndex:
         :meth:`scan` of the same documents gives them."""
         wstart = np.empty(len(wlo) + 1, dtype=np.int64)
         while True:
-            nout, ncand = _ngram(hw, wlo, whi, self.lengths, self.word_pows, H.INV_WORD,
-                                 self.table, self.shift, self.keys, self.key_off, wstart,
-                                 self.out)
+            nout, ncand = _ngram(hw, wlo, whi, self.lengths, self.table, self.shift, self.keys,
+                                 self.key_off, wstart, self.out)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart

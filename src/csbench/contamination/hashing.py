@@ -3,8 +3,8 @@
 The scan never builds Python strings per word: a batch of documents is one ``bytes`` buffer,
 normalised the way :func:`csbench.text.fold` normalises text (NFKC, lower case, punctuation and
 whitespace are separators), split into words with a 256-entry lookup table, and every word and
-every word n-gram gets a 64-bit polynomial hash from prefix sums of word hashes (arithmetic
-modulo 2**64, which numpy's uint64 wrap-around gives for free). A word is a maximal run of ASCII
+every word n-gram gets a 64-bit hash from prefix XORs of rotated word hashes
+(:func:`ngram_hashes`). A word is a maximal run of ASCII
 letters/digits or non-ASCII bytes, so tokenising ``fold(text)`` on the benchmark side and the
 normalised corpus bytes on the corpus side gives the same words.
 
@@ -30,14 +30,8 @@ K_FIRST = np.uint64(0xA0761D6478BD642F)    # word hash: multiplier of the first 
 K_LAST = np.uint64(0xE7037ED1A0B428DB)     # ... of the last 8 bytes (words over 8 bytes)
 K_LEN = np.uint64(0x8EBC6AF09C88C6E3)      # ... of the length
 P_SPREAD = np.uint64(0xBF58476D1CE4E5B9)   # final multiplier of a word hash
-P_WORD = np.uint64(0x9E3779B97F4A7C15)     # odd multiplier for words within an n-gram
+_SIX = np.uint64(63)
 
-
-def _inverse(p: int) -> int:
-    return pow(int(p), -1, 1 << 64)
-
-
-INV_WORD = np.uint64(_inverse(P_WORD))
 
 _WORD_LUT = np.zeros(256, dtype=bool)
 for _c in b"abcdefghijklmnopqrstuvwxyz0123456789":
@@ -51,41 +45,6 @@ _UNI_PUNCT = re.compile(
 )
 
 
-
-
-class _Powers:
-    """Cached powers p**i and p**-i (mod 2**bits), grown on demand."""
-
-    def __init__(self, p, inv, dtype):
-        self.p, self.inv, self.dtype = p, inv, dtype
-        self.pow = np.ones(1, dtype=dtype)
-        self.ipow = np.ones(1, dtype=dtype)
-
-    def get(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        if len(self.pow) < n:
-            m = max(n, 2 * len(self.pow))
-            with np.errstate(over="ignore"):
-                self.pow = _power_table(self.p, m).astype(self.dtype)
-                self.ipow = _power_table(self.inv, m).astype(self.dtype)
-        return self.pow[:n], self.ipow[:n]
-
-
-def _power_table(p, n: int) -> np.ndarray:
-    out = np.empty(n, dtype=np.uint64)
-    out[0] = 1
-    step = 1
-    with np.errstate(over="ignore"):
-        # doubling: out[step:2step] = out[:step] * p**step
-        pk = np.uint64(int(p))
-        while step < n:
-            k = min(step, n - step)
-            np.multiply(out[:k], pk, out=out[step:step + k])
-            pk = pk * pk
-            step *= 2
-    return out
-
-
-_WORD_POWERS = _Powers(P_WORD, INV_WORD, np.uint64)
 
 
 _RUN_CACHE: dict[bytes, bytes] = {}
@@ -170,25 +129,31 @@ def word_hashes(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nda
         return h * P_SPREAD
 
 
+def rotl(x, r):
+    """x rotated left by r bits (uint64; r taken mod 64)."""
+    r = np.asarray(r, dtype=np.uint64) & _SIX
+    return (x << r) | (x >> ((np.uint64(64) - r) & _SIX))
+
+
 def ngram_prefix(word_hashes: np.ndarray) -> np.ndarray:
-    """Prefix sums of word hashes weighted by powers of ``P_WORD`` (length m + 1)."""
+    """Prefix XORs of the word hashes, hash j rotated right by j bits (length m + 1)."""
     m = len(word_hashes)
-    pw, _ = _WORD_POWERS.get(m + 1)
-    out = np.empty(m + 1, dtype=np.uint64)
-    out[0] = 0
-    with np.errstate(over="ignore"):
-        np.cumsum(word_hashes * pw[:m], out=out[1:])
+    out = np.zeros(m + 1, dtype=np.uint64)
+    if m:
+        j = np.arange(m, dtype=np.uint64)
+        np.bitwise_xor.accumulate(rotl(np.asarray(word_hashes, dtype=np.uint64), -j), out=out[1:])
     return out
 
 
 def ngram_hashes(prefix: np.ndarray, n: int) -> np.ndarray:
-    """Hashes of all word n-grams (one per start word) from :func:`ngram_prefix` output."""
+    """Hashes of all word n-grams (one per start word) from :func:`ngram_prefix` output: the
+    n-gram of words w_0 .. w_{n-1} hashes to XOR_i rotl(hash(w_i), n - 1 - i), a cyclic
+    polynomial that the compiled kernel rolls with two rotations and two XORs per word."""
     m = len(prefix) - 1
     if m < n:
         return np.zeros(0, dtype=np.uint64)
-    _, ipw = _WORD_POWERS.get(m + 1)
-    with np.errstate(over="ignore"):
-        return (prefix[n:] - prefix[:m - n + 1]) * ipw[:m - n + 1]
+    q = np.arange(m - n + 1, dtype=np.uint64)
+    return rotl(prefix[n:] ^ prefix[:m - n + 1], q + np.uint64(n - 1))
 
 
 def text_words(text: str) -> list[str]:
