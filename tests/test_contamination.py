@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import unicodedata
 
 import numpy as np
 import pandas as pd
@@ -395,9 +396,35 @@ def test_fold_table_matches_normalise_bytes(tmp_path):
     assert fallbacks == 0
     assert [b for _, b in got] == [H.normalise_bytes(t.encode()) for t in texts]
     # the context-dependent characters are excluded from the table
-    for ch in "\u0301\u03a3\u1100\u1161\u11a8\u3131\uffa1\u0130\U0001D6BA":
+    for ch in "\u0301\u03a3\u1100\u1161\u11a8\u3131\uffa1\U0001D6BA\u0903\u093e":
         assert not T.ok[ord(ch)], ch
     assert T.ok[ord("é")] and T.ok[ord("한")] and T.ok[ord("ﬁ")]
+
+
+@needs_kernel
+def test_fold_table_marks_after_a_starter():
+    """Characters whose folding ends in combining marks (spacing accents, dotted capital I,
+    ...) are context-free: per-character folding equals run folding for every pair of them
+    with each other and with other table characters, and for longer random runs."""
+    T = jsonl.tables()
+
+    def fold1(c):
+        cp = ord(c)
+        return T.pool[T.off[cp]:T.off[cp + 1]].tobytes()
+    marked = [chr(cp) for cp in np.flatnonzero(T.ok)
+              if any(unicodedata.combining(x) or unicodedata.category(x).startswith("M")
+                     for x in unicodedata.normalize("NFKC", chr(cp)).lower())]
+    assert {"\u00b4", "\u00a8", "\u00b8", "\u00af", "\u02d8", "\u0130"} <= set(marked)
+    others = [c for c in "éèüßçñøœ’ﬁ½²ⅣΩσЖ中한😀\u00a0ǅ"]   # (non-ASCII: runs)
+    sample = marked[:200] + others
+    for a in sample:
+        for b in sample:
+            run = a + b
+            assert H.fold_run_uncached(run.encode()) == fold1(a) + fold1(b), ascii(run)
+    rng = np.random.default_rng(9)
+    for _ in range(2000):
+        run = "".join(rng.choice(sample, int(rng.integers(1, 8))))
+        assert H.fold_run_uncached(run.encode()) == b"".join(fold1(c) for c in run), ascii(run)
 
 
 def _fused_fixture(tmp_path):

@@ -53,14 +53,18 @@ those of its characters; a character is marked context-free unless
 * the first character of its NFKD decomposition has a non-zero combining class or can be the
   second character of a canonical composition (then it could compose with, or reorder
   against, the character before it);
-* its NFKC form or the lower-cased NFKC form contains U+03A3 (the final-sigma rule of
-  ``str.lower`` depends on the neighbours), a character of category M*, one with a non-zero
-  combining class, or a Hangul jamo.
+* its NFKC form or the lower-cased NFKC form is empty, starts with a character of category
+  M*, one with a non-zero combining class or a "second", or contains U+03A3 (the final-sigma
+  rule of ``str.lower`` depends on the neighbours) or a Hangul jamo.
 
-Composition only joins a starter with a following character that is either a non-starter or
-a "second" of a composition pair, reordering only moves non-starters, and ``str.lower`` is
-context-free except for U+03A3; so for runs of context-free characters per-character folding
-equals run folding (the unit tests also check it on random strings). A line whose text holds a
+Marks *after* a starter in a character's own folding are allowed (the spacing accents such as
+U+00B4 ´ fold to a space and a combining mark, U+0130 İ lower-cases to ``i`` and a combining
+dot): the next character of a run is context-free too, so its folding starts with a starter
+that is not a "second". Composition only joins a starter with a following character that is
+either a non-starter or a "second" of a composition pair (a starter between them blocks it),
+reordering only moves adjacent non-starters, and ``str.lower`` is context-free except for
+U+03A3; so for runs of context-free characters per-character folding equals run folding (the
+unit tests check it on random strings and on every pair of a sample of these characters). A line whose text holds a
 character that is not context-free, or one above the table, is a fallback line. Punctuation
 blanking is per character anyway (every pattern of ``hashing._UNI_PUNCT`` is one whole
 character).
@@ -159,9 +163,13 @@ def context_free(cp: int, seconds: set[int]) -> bool:
     if unicodedata.combining(first) or ord(first) in seconds:
         return False
     s = unicodedata.normalize("NFKC", c)
-    for x in s + s.lower():
-        if (x == "\u03a3" or unicodedata.category(x).startswith("M") or unicodedata.combining(x)
-                or _is_jamo(ord(x))):
+    for t in (s, s.lower()):
+        if not t:
+            return False
+        f = t[0]                   # a starter that nothing before it can compose with
+        if unicodedata.category(f).startswith("M") or unicodedata.combining(f) or ord(f) in seconds:
+            return False
+        if any(x == "\u03a3" or _is_jamo(ord(x)) for x in t):
             return False
     return True
 
