@@ -171,6 +171,44 @@ def test_compressed_inputs(tmp_path):
         [(str(tmp_path / "doc.txt.gz"), b"plain text document")]
 
 
+@pytest.mark.parametrize("fused", [False, True])
+def test_bad_compressed_inputs_name_the_file(tmp_path, fused):
+    """Corrupt and truncated .gz/.zst files are input errors naming the file, on the
+    per-document and the fused path; a .zst of several frames reads through."""
+    if fused and not jsonl.available():
+        pytest.skip("numba kernels unavailable")
+    rng = np.random.default_rng(0)
+    recs = [{"id": f"d{i}", "text": " ".join(rng.choice(["alpha", "beta", "gamma", str(i)], 30))}
+            for i in range(3000)]
+    data = "".join(json.dumps(r) + "\n" for r in recs).encode()
+    gz = gzip.compress(data)
+    cz = zstandard.ZstdCompressor()
+    zs = cz.compress(data)
+    bad = bytearray(gz)
+    bad[len(bad) // 2] ^= 0xFF
+    cases = {"trunc.jsonl.gz": gz[:len(gz) // 2], "crc.jsonl.gz": bytes(bad),
+             "notgz.jsonl.gz": data[:5000], "trunc.jsonl.zst": zs[:len(zs) // 2],
+             "junk.jsonl.zst": b"\x28\xb5\x2f\xfd" + bytes(range(256)) * 8}
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    for name, blob in cases.items():
+        p = tmp_path / name
+        p.write_bytes(blob)
+        with pytest.raises(InputError, match=name.replace(".", r"\.")):
+            if fused:
+                Scanner(idx).scan_pieces([(str(p), 0, -1)], "jsonl", "text", "id")
+            else:
+                list(C.iter_documents((str(p), 0, -1), "jsonl", "text", "id"))
+    two = tmp_path / "two.jsonl.zst"                  # two frames, as concatenated files give
+    half = len(data) // 2
+    cut = data.rfind(b"\n", 0, half) + 1
+    two.write_bytes(cz.compress(data[:cut]) + cz.compress(data[cut:]))
+    if fused:
+        got = Scanner(idx).scan_pieces([(str(two), 0, -1)], "jsonl", "text", "id").docs
+    else:
+        got = len(list(C.iter_documents((str(two), 0, -1), "jsonl", "text", "id")))
+    assert got == len(recs)
+
+
 def test_shard_byte_ranges_cover_every_line_once(tmp_path):
     recs, lines = _write_corpus(tmp_path)
     path = str(tmp_path / "c.jsonl")

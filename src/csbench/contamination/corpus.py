@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -24,6 +25,11 @@ try:
     _fast_loads = orjson.loads
 except ImportError:  # pragma: no cover - orjson is in the pinned environment
     _fast_loads = None
+
+try:  # ISA-L gzip: ~3x zlib's decompression speed; same format, same errors
+    from isal.igzip import open as _gzip_open
+except ImportError:  # pragma: no cover - isal is in the pinned environment
+    _gzip_open = gzip.open
 
 FORMATS = ("jsonl", "parquet", "text")
 COMPRESSED = (".gz", ".zst")
@@ -67,17 +73,94 @@ def plan_shards(files: list[str], fmt: str, shard_bytes: int) -> list[list[tuple
     return shards
 
 
+class _GzipRaw(io.RawIOBase):
+    """gzip decompression (ISA-L's ``isal.igzip`` when installed: about 3x zlib's speed, same
+    format and errors; else the standard library); a corrupt or truncated file is an
+    :class:`InputError` naming it."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._f = _gzip_open(path, "rb")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        try:
+            return self._f.readinto(b)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(self.path, f"cannot decompress gzip data ({exc})") from None
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
+
+
+class _ZstdRaw(io.RawIOBase):
+    """zstd decompression frame by frame; a corrupt file, or one whose last frame is cut off
+    (which a streaming reader would end silently), is an :class:`InputError` naming it."""
+
+    CHUNK = 1 << 17             # compressed bytes per call (bounds the output held at once)
+
+    def __init__(self, path: str):
+        import zstandard
+
+        self.path = path
+        self._error = zstandard.ZstdError
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._open = False       # bytes fed since the last complete frame
+        self._f = open(path, "rb")
+        self._out = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def _feed(self, data: bytes) -> None:
+        parts = []
+        while data:
+            try:
+                parts.append(self._obj.decompress(data))
+            except self._error as exc:
+                raise InputError(self.path, f"cannot decompress zstd data ({exc})") from None
+            self._open = True
+            if not self._obj.eof:
+                break
+            data = self._obj.unused_data        # the next frame
+            self._obj = self._dctx.decompressobj()
+            self._open = False
+        self._out = memoryview(b"".join(parts))
+
+    def readinto(self, b) -> int:
+        while not len(self._out):
+            chunk = self._f.read(self.CHUNK)
+            if not chunk:
+                if self._open:
+                    raise InputError(self.path, "truncated zstd data (the last frame is "
+                                                "incomplete)")
+                return 0
+            self._feed(chunk)
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
+
+
 def open_binary(path: str):
-    """Binary stream of a plain, .gz or .zst file."""
+    """Binary stream of a plain, .gz or .zst file (decompression failures and truncated
+    compressed files raise :class:`InputError` naming the file)."""
     if not os.path.exists(path):
         raise InputError(path, "file not found")
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return io.BufferedReader(_GzipRaw(path), buffer_size=READ_BLOCK)
     if path.endswith(".zst"):
-        import zstandard
-
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")),
-                                 buffer_size=READ_BLOCK)
+        return io.BufferedReader(_ZstdRaw(path), buffer_size=READ_BLOCK)
     return open(path, "rb", buffering=READ_BLOCK)
 
 
