@@ -296,6 +296,18 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
             t0 = time.process_time()
             n = read_bytes(f, d)
             r.setdefault("read_decompress", []).append(n * t / d / 1e6 / (time.process_time() - t0))
+            if kind == "gz":        # the standard library's zlib, for comparison with ISA-L
+                t0 = time.process_time()
+                n = 0
+                buf = bytearray(1 << 22)
+                with gzip.open(f, "rb") as fh:
+                    while n < d:
+                        got = fh.readinto(buf)
+                        if not got:
+                            break
+                        n += got
+                r.setdefault("read_decompress_stdlib_zlib", []).append(
+                    n * t / d / 1e6 / (time.process_time() - t0))
             t0 = time.process_time()
             nb = sum(len(x) for _, x in docs(f, limit))
             r.setdefault("read_parse_orjson", []).append(nb / 1e6 / (time.process_time() - t0))
@@ -323,8 +335,8 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
         med = {k + "_MBps": round(float(sorted(v)[len(v) // 2]), 1) for k, v in r.items()}
         if HAVE_FUSED:
             fz = med["ngram_fused_MBps"]
-            for base in ("read_decompress", "read_parse_orjson", "ngram_per_document_numba",
-                         "pure_python_set_lookup"):
+            for base in ("read_decompress", "read_decompress_stdlib_zlib", "read_parse_orjson",
+                         "ngram_per_document_numba", "pure_python_set_lookup"):
                 if base + "_MBps" in med:
                     med[f"ngram_fused_vs_{base}"] = round(fz / med[base + "_MBps"], 2)
         med["sample_text_MB"] = round(sample[kind][1] / 1e6, 1)
