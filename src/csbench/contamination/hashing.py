@@ -30,7 +30,8 @@ K_FIRST = np.uint64(0xA0761D6478BD642F)    # word hash: multiplier of the first 
 K_LAST = np.uint64(0xE7037ED1A0B428DB)     # ... of the last 8 bytes (words over 8 bytes)
 K_LEN = np.uint64(0x8EBC6AF09C88C6E3)      # ... of the length
 P_SPREAD = np.uint64(0xBF58476D1CE4E5B9)   # final multiplier of a word hash
-_SIX = np.uint64(63)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_MOD64 = np.uint64(63)                     # rotation amounts are taken mod 64
 
 
 _WORD_LUT = np.zeros(256, dtype=bool)
@@ -110,9 +111,6 @@ def tokenise(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, ends, word_hashes(arr, starts, ends)
 
 
-_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def word_hashes(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Hashes of the words ``arr[starts[i]:ends[i]]`` (uint8 array; module doc)."""
     n = len(arr)
@@ -131,8 +129,8 @@ def word_hashes(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nda
 
 def rotl(x, r):
     """x rotated left by r bits (uint64; r taken mod 64)."""
-    r = np.asarray(r, dtype=np.uint64) & _SIX
-    return (x << r) | (x >> ((np.uint64(64) - r) & _SIX))
+    r = np.asarray(r, dtype=np.uint64) & _MOD64
+    return (x << r) | (x >> ((np.uint64(64) - r) & _MOD64))
 
 
 def ngram_prefix(word_hashes: np.ndarray) -> np.ndarray:
@@ -140,8 +138,9 @@ def ngram_prefix(word_hashes: np.ndarray) -> np.ndarray:
     m = len(word_hashes)
     out = np.zeros(m + 1, dtype=np.uint64)
     if m:
-        j = np.arange(m, dtype=np.uint64)
-        np.bitwise_xor.accumulate(rotl(np.asarray(word_hashes, dtype=np.uint64), -j), out=out[1:])
+        right = np.uint64(64) - (np.arange(m, dtype=np.uint64) & _MOD64)    # rotr by j
+        np.bitwise_xor.accumulate(rotl(np.asarray(word_hashes, dtype=np.uint64), right),
+                                  out=out[1:])
     return out
 
 
