@@ -25,6 +25,8 @@
    the workflow runs) and the pure-Python baseline, with the fused path's same-run ratios.
    The correctness part (2.) scans with the fused path and checks that the per-document path
    gives the identical table and counts.
+5. ``--parquet``: the same for Parquet (:func:`parquet_throughput`): pyarrow read + decode, the
+   per-document path and the fused Arrow-buffer path, on whole documents and 200-character ones.
 """
 from __future__ import annotations
 
@@ -346,6 +348,61 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
     report["throughput_by_file_type_one_core"] = out
 
 
+def parquet_throughput(a, files, idx, report) -> None:
+    """Parquet inputs (``--parquet``): the plain file's first ``--sample-mb`` of text written as
+    Parquet twice (its documents, and the same text cut into 200-character documents), then
+    ``--rounds`` alternating rounds, MB of text per CPU-second: reading the text column with
+    pyarrow (read + decode), the per-document path (pyarrow to Python strings, the kernel) and
+    the fused Arrow-buffer path (:mod:`csbench.contamination.columnar`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out = Path(a.out) / "parquet"
+    out.mkdir(exist_ok=True)
+    paths = {"documents": out / "long.parquet", "200_char_documents": out / "short.parquet"}
+    if not all(p.exists() for p in paths.values()):
+        ids, texts, sids, stexts, n = [], [], [], [], 0
+        for doc_id, text in C.iter_documents((files[0], 0, -1), "jsonl", "text", "id"):
+            t = text.decode("utf-8")
+            ids.append(doc_id)
+            texts.append(t)
+            for j in range(0, len(t), 200):
+                sids.append(f"{doc_id}-{j}")
+                stexts.append(t[j:j + 200])
+            n += len(text)
+            if n >= a.sample_mb * 1e6:
+                break
+        pq.write_table(pa.table({"id": ids, "text": texts}), paths["documents"])
+        pq.write_table(pa.table({"id": sids, "text": stexts}), paths["200_char_documents"])
+    runs: dict[str, dict[str, list[float]]] = {k: {} for k in paths}
+    for _ in range(a.rounds):
+        for kind, p in paths.items():
+            r = runs[kind]
+            t0 = time.process_time()
+            col = pq.read_table(p, columns=["text"]).column(0)
+            dt = time.process_time() - t0
+            nb = pc.sum(pc.binary_length(col)).as_py()
+            r.setdefault("read_decode_pyarrow", []).append(nb / 1e6 / dt)
+            del col
+            t0 = time.process_time()
+            sc = Scanner(idx).scan(C.iter_documents((str(p), 0, -1), "parquet", "text", "id"))
+            r.setdefault("ngram_per_document_numba", []).append(
+                sc.bytes / 1e6 / (time.process_time() - t0))
+            t0 = time.process_time()
+            sc = Scanner(idx).scan_pieces([(str(p), 0, -1)], "parquet", "text", "id")
+            r.setdefault("ngram_fused", []).append(sc.bytes / 1e6 / (time.process_time() - t0))
+    res = {}
+    for kind, r in runs.items():
+        med = {k + "_MBps": round(float(sorted(v)[len(v) // 2]), 1) for k, v in r.items()}
+        for base in ("read_decode_pyarrow", "ngram_per_document_numba"):
+            med[f"ngram_fused_vs_{base}"] = round(med["ngram_fused_MBps"] / med[base + "_MBps"], 2)
+        res[kind] = med
+        report.setdefault("parquet_rounds", {})[kind] = {
+            k: [round(x, 1) for x in v] for k, v in r.items()}
+    report["parquet_one_core"] = res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default="/tmp/c7_corpus")
@@ -363,6 +420,8 @@ def main():
                     help="throughput only (needs a generated corpus)")
     ap.add_argument("--skip-by-type", action="store_true",
                     help="skip the per-file-type table (plain/.zst/.gz, fused path)")
+    ap.add_argument("--parquet", action="store_true",
+                    help="also measure Parquet inputs (written from the plain file's sample)")
     a = ap.parse_args()
     out = Path(a.out)
     from csbench.data import winogrande as wgmod, winowhat as wwmod
@@ -478,6 +537,8 @@ def main():
     report["throughput_one_core"] = {k: round(v, 2) for k, v in tp.items()}
     if not a.skip_by_type:
         by_file_type(a, files, idx, idx2, grams, report)
+    if a.parquet and HAVE_FUSED:
+        parquet_throughput(a, files, idx, report)
     Path(a.report).write_text(json.dumps(report, indent=1, default=str))
     print(json.dumps({k: v for k, v in report.items() if not k.startswith("per_file")}, indent=1,
                      default=str))

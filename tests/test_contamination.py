@@ -703,3 +703,77 @@ def test_word_hashes_distinguish_words():
     assert len(set(h.tolist())) == len(words)
     s2, e2, h2 = H.tokenise(b".." + b"  ".join(reversed(words)))
     assert h2.tolist() == h.tolist()[::-1]
+
+
+def _parquet_fixture(tmp_path, large=False, row_group=7):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    filled = SENT.replace("_", "Maria")
+    rng = np.random.default_rng(4)
+    pieces = ["Word", "x1", " ", "\n", "\t", '"q"', "\\", "é", "ﬁ", "ＦＵ", "½", "中文", "😀", "—",
+              "\u00a0", "´", "İ", "e\u0301", "Σ", "\u1100", "नमस्ते"]
+    texts, ids = [], []
+    for i in range(300):
+        m = int(rng.integers(0, 60 if i % 4 else 400))
+        t = "".join(str(x) for x in rng.choice(pieces, m))
+        if i % 17 == 3:
+            t = f"Intro {filled.upper()} {t} {filled}"
+        texts.append(None if i % 23 == 7 else t)
+        ids.append(f"r{i}" if i % 5 else i)
+    ids = [str(x) for x in ids]
+    typ = pa.large_string() if large else pa.string()
+    table = pa.table({"id": pa.array(ids), "text": pa.array(texts, type=typ)})
+    p = tmp_path / ("big.parquet" if large else "t.parquet")
+    pq.write_table(table, p, row_group_size=row_group)
+    return p, texts
+
+
+@needs_kernel
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("id_field", [None, "id"])
+def test_fused_parquet_matches_per_document_path(tmp_path, large, id_field):
+    """Parquet string columns through the Arrow-buffer kernel: the same documents (ids, folded
+    bytes, null texts skipped, fallback documents in place), byte counts and hit tables as the
+    per-document path, for string and large-string columns and any batch size."""
+    from csbench.contamination import columnar
+
+    p, texts = _parquet_fixture(tmp_path, large)
+    piece = (str(p), 0, -1)
+    want = [(i, H.normalise_bytes(t)) for i, t in C.iter_documents(piece, "parquet", "text",
+                                                                   id_field)]
+    for rows in (5, 64, 4096):
+        got, fallbacks, nbytes = [], 0, 0
+        for b in columnar.iter_batches(piece, "text", id_field, rows):
+            got.extend((b.doc_id(d), b.doc_bytes(d)) for d in range(len(b.lo)))
+            fallbacks += b.fallbacks
+            nbytes += b.nbytes
+            for d in range(len(b.lo)):
+                assert b.hw[b.wlo[d]:b.whi[d]].tolist() == H.tokenise(b.doc_bytes(d))[2].tolist()
+        assert got == want, rows
+        assert fallbacks > 10
+        assert nbytes == sum(len(t.encode()) for t in texts if t is not None)
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    fused = Scanner(idx).scan_pieces([piece], "parquet", "text", id_field)
+    ref = Scanner(idx, engine="numpy").scan(C.iter_documents(piece, "parquet", "text", id_field))
+    pd.testing.assert_frame_equal(fused.table(), ref.table())
+    assert not fused.table().empty
+    assert (fused.bytes, fused.docs, fused.candidates) == (ref.bytes, ref.docs, ref.candidates)
+
+
+def test_parquet_errors_match(tmp_path):
+    """A missing column or a text column that is not a string names the file on every path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [1, 2]}), p)
+    idx = ProbeIndex(probes(), n=13, min_words=4)
+    for fn in (lambda: Scanner(idx).scan_pieces([(str(p), 0, -1)], "parquet", "text", "id"),
+               lambda: list(C.iter_documents((str(p), 0, -1), "parquet", "text", "id"))):
+        with pytest.raises(InputError, match=r"n\.parquet.*not a string"):
+            fn()
+    for fn in (lambda: Scanner(idx).scan_pieces([(str(p), 0, -1)], "parquet", "body", "id"),
+               lambda: list(C.iter_documents((str(p), 0, -1), "parquet", "body", "id"))):
+        with pytest.raises(InputError, match=r"n\.parquet.*missing column"):
+            fn()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import corpus, fastscan, jsonl
+from . import columnar, corpus, fastscan, jsonl
 from . import hashing as H
 
 log = logging.getLogger(__name__)
@@ -179,16 +179,26 @@ class Scanner:
 
     def scan_pieces(self, shard, fmt: str, text_field: str = "text", id_field: str | None = None,
                     block: int = jsonl.BLOCK, max_bytes: int | None = None) -> "Scanner":
-        """Scan a shard's pieces ``(path, start, end)``. JSON lines with the compiled engine take
+        """Scan a shard's pieces ``(path, start, end)``. With the compiled engine JSON lines take
         the fused path of :mod:`.jsonl` (raw bytes to folded batches in one kernel, no Python
-        object per document); everything else goes through :func:`.corpus.shard_documents` and
+        object per document) and Parquet string columns that of :mod:`.columnar` (Arrow buffers
+        to folded batches); everything else goes through :func:`.corpus.shard_documents` and
         :meth:`scan`. Tables and counts are identical either way. ``max_bytes`` (benchmarks)
         stops after the block or document in which that many text bytes were scanned."""
-        if fmt != "jsonl" or self.kernel is None or not jsonl.available():
+        if fmt not in ("jsonl", "parquet") or self.kernel is None or not jsonl.available():
             docs = corpus.shard_documents(shard, fmt, text_field, id_field)
             return self.scan(docs if max_bytes is None else _upto(docs, max_bytes))
         for piece in shard:
-            for b in jsonl.iter_batches(tuple(piece), text_field, id_field, block):
+            piece = tuple(piece)
+            if fmt == "jsonl":
+                batches = jsonl.iter_batches(piece, text_field, id_field, block)
+            elif columnar.string_columns(piece[0], text_field, id_field):
+                batches = columnar.iter_batches(piece, text_field, id_field)
+            else:      # (a text column that is not a string column: the error is reported there)
+                docs = corpus.iter_documents(piece, fmt, text_field, id_field)
+                self.scan(docs if max_bytes is None else _upto(docs, max_bytes - self.bytes))
+                continue
+            for b in batches:
                 t0 = time.process_time()
                 self._kernel_batch(b.buf, b.lo, b.hi, b.doc_bytes, b.doc_id,
                                    self.kernel.scan_words(b.hw, b.wlo, b.whi))

@@ -1,0 +1,221 @@
+"""Fused, compiled Parquet input for the lexical scan: Arrow string buffers in, folded batches out.
+
+:func:`iter_batches` reads a Parquet file's text (and id) column in record batches. A string
+column's values are one contiguous UTF-8 buffer plus offsets, so one numba kernel
+(:func:`_fold_docs`) takes the whole batch: per document it copies the text into one output buffer,
+**folded while copying** exactly as :func:`.hashing.normalise_bytes` folds it (ASCII lower-cased
+64 bytes at a time with a vector copy, every non-ASCII character through the per-code-point table
+of :mod:`.jsonl`) and hashes its words right away (:func:`.fastscan._word_hashes`). No Python
+object is made per document; ids are read from the Arrow column only for documents with matches.
+
+A document the kernel does not fold exactly (a character that is not context-free, see
+:mod:`.jsonl`, or invalid UTF-8) goes through Python (:func:`.hashing.normalise_bytes` of the
+value) and keeps its place, so documents, ids, bytes and hit tables are those of the
+per-document path (:func:`.corpus.iter_documents`). Null texts are skipped, as there. A text
+column that is not a string column takes the per-document path, which reports the error.
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import InputError
+from . import fastscan as F
+from . import hashing as H
+from . import jsonl as J
+
+try:  # pragma: no cover - exercised when numba is installed
+    import numba
+except Exception:  # noqa: BLE001 - without numba the per-document path is used
+    numba = None
+
+BATCH_ROWS = 4096
+
+if numba is not None:
+    from llvmlite import ir as _ir
+    from numba.core import types as _types
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _copy64_ascii(typingctx, src, i, dst, o):
+        """Copy src[i:i + 64] to dst[o:o + 64] with 'A'..'Z' lower-cased; returns the mask of
+        the non-ASCII bytes (bit j: src[i + j] >= 0x80). One vector load, two compares, one
+        store."""
+        def codegen(context, builder, sig, args):
+            i8 = _ir.IntType(8)
+            vt = _ir.VectorType(i8, 64)
+
+            def ptr(k):
+                ary = context.make_array(sig.args[k])(context, builder, args[k])
+                return builder.bitcast(builder.gep(ary.data, [args[k + 1]]), vt.as_pointer())
+
+            def splat(v):
+                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
+            x = builder.load(ptr(0), align=1)
+            up = builder.icmp_unsigned("<", builder.sub(x, splat(0x41)), splat(26))
+            builder.store(builder.add(x, builder.select(up, splat(0x20), splat(0))), ptr(2),
+                          align=1)
+            return builder.bitcast(builder.icmp_signed("<", x, splat(0)), _ir.IntType(64))
+        return _types.uint64(src, i, dst, o), codegen
+else:  # (the kernel only runs compiled; this keeps the module importable)
+    def _copy64_ascii(src, i, dst, o):
+        seg = src[i:i + 64]
+        dst[o:o + 64] = J._LOWER[seg]
+        return np.uint64(sum(1 << j for j, c in enumerate(seg.tolist()) if c >= 0x80))
+
+
+def _fold_doc(data, a, b, out, o, lower, ok, off, pool):
+    """Fold ``data[a:b]`` into out[o:]; returns the new o, or -1 for a fallback."""
+    j = a
+    while j < b:
+        while j + 64 <= b:                  # plain ASCII, 64 bytes at a time
+            spec = _copy64_ascii(data, j, out, o)
+            if spec != 0:
+                q = J._trailing_zeros(spec)
+                j += q
+                o += q
+                break
+            j += 64
+            o += 64
+        while j < b and data[j] < 0x80:     # the rest one by one, up to a non-ASCII byte
+            out[o] = lower[data[j]]
+            o += 1
+            j += 1
+        if j >= b:
+            break
+        cp, ln = J._utf8(data, j, b)
+        if ln == 0 or cp >= ok.shape[0] or ok[cp] == 0:
+            return -1
+        j += ln
+        for q in range(off[cp], off[cp + 1]):
+            out[o] = pool[q]
+            o += 1
+    return o
+
+
+def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, off, pool):
+    """All documents of a string column: document i is ``data[offs[i]:offs[i + 1]]`` (null
+    where ``valid[i]`` is 0). Per document its status ``st`` (0 folded, 1 null, 2 fallback),
+    its range in ``out`` (documents separated by a newline) and of its word hashes in ``hw``.
+    Returns (bytes used in out, words in hw)."""
+    o = 0
+    k = 0
+    for i in range(offs.shape[0] - 1):
+        if valid[i] == 0:
+            st[i] = 1
+            continue
+        s = o
+        if o > 0:
+            out[o] = 10
+            s = o + 1
+        e = _fold_doc(data, offs[i], offs[i + 1], out, s, lower, ok, off, pool)
+        if e < 0:
+            st[i] = 2
+            continue
+        st[i] = 0
+        dlo[i] = s
+        dhi[i] = e
+        wlo[i] = k
+        k = F._word_hashes(out, s, e, hw, k)
+        whi[i] = k
+        o = e
+    return o, k
+
+
+if numba is not None:
+    _fold_doc = numba.njit(cache=True, nogil=True)(_fold_doc)
+    _fold_docs = numba.njit(cache=True, nogil=True)(_fold_docs)
+
+
+def _column(batch, i):
+    """(data, offsets, validity) numpy views of a string or large-string column, or None."""
+    import pyarrow as pa
+
+    col = batch.column(i)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    validity, offsets, data = col.buffers()
+    n = len(col)
+    odt = np.int64 if pa.types.is_large_string(col.type) else np.int32
+    offs = np.frombuffer(offsets, dtype=odt)[col.offset:col.offset + n + 1].astype(np.int64)
+    arr = (np.frombuffer(data, dtype=np.uint8) if data is not None
+           else np.zeros(0, dtype=np.uint8))
+    valid = (np.ones(n, dtype=np.uint8) if col.null_count == 0
+             else col.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8))
+    return arr, offs, valid
+
+
+def string_columns(path: str, text_field: str, id_field: str | None) -> bool:
+    """True when the file's text column is a string column (the fused path can read it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except Exception:  # noqa: BLE001 - unreadable: the per-document path reports it
+        return False
+    if text_field not in schema.names:
+        return False
+    t = schema.field(text_field).type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
+                 rows: int = BATCH_ROWS) -> Iterator[J.Batch]:
+    """Batches of one Parquet file (a shard piece ``(path, 0, -1)``) with documents, ids, text
+    bytes and errors as :func:`.corpus.iter_documents` gives them; the text column must be a
+    string column (:func:`string_columns`)."""
+    import pyarrow.parquet as pq
+
+    path = piece[0]
+    T = J.tables()
+    pf = pq.ParquetFile(path)
+    cols = [text_field] + ([id_field] if id_field else [])
+    missing = [c for c in cols if c not in pf.schema_arrow.names]
+    if missing:
+        raise InputError(path, f"missing column(s) {', '.join(missing)}")
+    A = J._Arrays()
+    row = 0
+    for batch in pf.iter_batches(columns=cols, batch_size=rows):
+        t0 = time.process_time()
+        data, offs, valid = _column(batch, 0)
+        n = len(valid)
+        A.ensure(max(len(data), int(offs[-1] - offs[0])) + n + 1, n, T.max_expand)
+        st = A.st[:n]
+        used, nw = _fold_docs(data, offs, valid, A.out, st, A.dlo, A.dhi, A.hw, A.wlo, A.whi,
+                              J._LOWER, T.ok, T.off, T.pool)
+        docs = np.flatnonzero(st != 1)
+        lo, hi = A.dlo[docs], A.dhi[docs]
+        wlo, whi = A.wlo[docs], A.whi[docs]
+        nbytes = int((offs[1:] - offs[:-1])[st == 0].sum())
+        out, hw = A.out, A.hw
+        fb = np.flatnonzero(st == 2)
+        if len(fb):
+            texts = batch.column(0)
+            for i, d in zip(fb.tolist(), np.searchsorted(docs, fb).tolist()):
+                raw = texts[i].as_py().encode("utf-8")
+                nbytes += len(raw)
+                t = b"\n" + H.normalise_bytes(raw)
+                if used + len(t) + F.PAD > len(out):
+                    out = np.concatenate((out[:used], np.zeros(len(t) + len(out) + F.PAD,
+                                                               np.uint8)))
+                out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
+                lo[d], hi[d] = used + 1, used + len(t)
+                used += len(t)
+                if nw + len(t) // 2 + 2 > len(hw):
+                    hw = np.concatenate((hw[:nw], np.empty(len(t) + len(hw), np.uint64)))
+                wlo[d], whi[d] = nw, J._hash_words(out, used - len(t) + 1, used, hw, nw)
+                nw = int(whi[d])
+        if id_field:
+            ids = batch.column(1)
+
+            def doc_id(d, docs=docs, ids=ids):
+                return str(ids[int(docs[d])].as_py())
+        else:
+            def doc_id(d, docs=docs, row=row):
+                return f"{path}#{row + int(docs[d])}"
+        seconds = time.process_time() - t0
+        yield J.Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb), hw[:nw], wlo, whi)
+        row += n
