@@ -735,22 +735,23 @@ def _parquet_fixture(tmp_path, large=False, row_group=7):
 def test_fused_parquet_matches_per_document_path(tmp_path, large, id_field):
     """Parquet string columns through the Arrow-buffer kernel: the same documents (ids, folded
     bytes, null texts skipped, fallback documents in place), byte counts and hit tables as the
-    per-document path, for string and large-string columns and any batch size."""
+    per-document path, for string and large-string columns and any batch size (rows per record
+    batch, bytes per slice)."""
     from csbench.contamination import columnar
 
     p, texts = _parquet_fixture(tmp_path, large)
     piece = (str(p), 0, -1)
     want = [(i, H.normalise_bytes(t)) for i, t in C.iter_documents(piece, "parquet", "text",
                                                                    id_field)]
-    for rows in (5, 64, 4096):
+    for rows, block in ((5, 1 << 22), (64, 300), (4096, 1 << 22), (4096, 1)):
         got, fallbacks, nbytes = [], 0, 0
-        for b in columnar.iter_batches(piece, "text", id_field, rows):
+        for b in columnar.iter_batches(piece, "text", id_field, rows, block):
             got.extend((b.doc_id(d), b.doc_bytes(d)) for d in range(len(b.lo)))
             fallbacks += b.fallbacks
             nbytes += b.nbytes
             for d in range(len(b.lo)):
                 assert b.hw[b.wlo[d]:b.whi[d]].tolist() == H.tokenise(b.doc_bytes(d))[2].tolist()
-        assert got == want, rows
+        assert got == want, (rows, block)
         assert fallbacks > 10
         assert nbytes == sum(len(t.encode()) for t in texts if t is not None)
     idx = ProbeIndex(probes(), n=13, min_words=4)

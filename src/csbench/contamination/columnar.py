@@ -162,11 +162,26 @@ def string_columns(path: str, text_field: str, id_field: str | None) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
+def _slices(batches, block: int):
+    """Record batches cut into zero-copy slices of at most ``block`` bytes of text (at least
+    one row each), so that memory does not grow with the size of the documents."""
+    for batch in batches:
+        _, offs, _ = _column(batch, 0)
+        start = 0
+        n = len(offs) - 1
+        while start < n:
+            end = int(np.searchsorted(offs, offs[start] + block, side="right")) - 1
+            end = min(max(end, start + 1), n)
+            yield batch.slice(start, end - start)
+            start = end
+
+
 def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
-                 rows: int = BATCH_ROWS) -> Iterator[J.Batch]:
+                 rows: int = BATCH_ROWS, block: int = J.BLOCK) -> Iterator[J.Batch]:
     """Batches of one Parquet file (a shard piece ``(path, 0, -1)``) with documents, ids, text
     bytes and errors as :func:`.corpus.iter_documents` gives them; the text column must be a
-    string column (:func:`string_columns`)."""
+    string column (:func:`string_columns`). Record batches of ``rows`` rows are cut into slices
+    of at most ``block`` bytes of text."""
     import pyarrow.parquet as pq
 
     path = piece[0]
@@ -178,7 +193,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         raise InputError(path, f"missing column(s) {', '.join(missing)}")
     A = J._Arrays()
     row = 0
-    for batch in pf.iter_batches(columns=cols, batch_size=rows):
+    for batch in _slices(pf.iter_batches(columns=cols, batch_size=rows), block):
         t0 = time.process_time()
         data, offs, valid = _column(batch, 0)
         n = len(valid)
