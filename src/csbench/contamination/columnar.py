@@ -197,7 +197,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         t0 = time.process_time()
         data, offs, valid = _column(batch, 0)
         n = len(valid)
-        A.ensure(max(len(data), int(offs[-1] - offs[0])) + n + 1, n, T.max_expand)
+        A.ensure(int(offs[-1] - offs[0]) + n + 1, n, T.max_expand)     # (this slice's text)
         st = A.st[:n]
         used, nw = _fold_docs(data, offs, valid, A.out, st, A.dlo, A.dhi, A.hw, A.wlo, A.whi,
                               J._LOWER, T.ok, T.off, T.pool)
