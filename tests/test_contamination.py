@@ -778,3 +778,15 @@ def test_parquet_errors_match(tmp_path):
                lambda: list(C.iter_documents((str(p), 0, -1), "parquet", "body", "id"))):
         with pytest.raises(InputError, match=r"n\.parquet.*missing column"):
             fn()
+
+
+def test_compress_follows_a_named_numba_cpu(monkeypatch):
+    """Code compiled for a named CPU (NUMBA_CPU_NAME, e.g. a portable cache for a cluster)
+    takes the escape compress-store only when that CPU's features include it."""
+    if jsonl.numba is None:
+        pytest.skip("numba not installed")
+    monkeypatch.setenv("NUMBA_CPU_NAME", "haswell")
+    monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx2,+bmi2")
+    assert not jsonl._has_compress()
+    monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx512f,+avx512bw,+avx512vbmi2")
+    assert jsonl._has_compress()

@@ -209,6 +209,8 @@ def _has_compress() -> bool:
     LLVM would emit a byte-by-byte store, so escapes take the scalar path instead."""
     if numba is None:
         return False
+    if os.environ.get("NUMBA_CPU_NAME"):        # code compiled for a named CPU: its features
+        return "+avx512vbmi2" in os.environ.get("NUMBA_CPU_FEATURES", "")
     try:
         import llvmlite.binding as llvm
         return bool(llvm.get_host_cpu_features().get("avx512vbmi2"))
