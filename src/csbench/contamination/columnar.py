@@ -44,20 +44,11 @@ if numba is not None:
         the non-ASCII bytes (bit j: src[i + j] >= 0x80). One vector load, two compares, one
         store."""
         def codegen(context, builder, sig, args):
-            i8 = _ir.IntType(8)
-            vt = _ir.VectorType(i8, 64)
-
-            def ptr(k):
-                ary = context.make_array(sig.args[k])(context, builder, args[k])
-                return builder.bitcast(builder.gep(ary.data, [args[k + 1]]), vt.as_pointer())
-
-            def splat(v):
-                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
-            x = builder.load(ptr(0), align=1)
-            up = builder.icmp_unsigned("<", builder.sub(x, splat(0x41)), splat(26))
-            builder.store(builder.add(x, builder.select(up, splat(0x20), splat(0))), ptr(2),
+            x = builder.load(F._ir_ptr(context, builder, sig, args, 0), align=1)
+            builder.store(F._ir_lower(builder, x), F._ir_ptr(context, builder, sig, args, 2),
                           align=1)
-            return builder.bitcast(builder.icmp_signed("<", x, splat(0)), _ir.IntType(64))
+            return builder.bitcast(builder.icmp_signed("<", x, F._ir_splat(0)),
+                                   _ir.IntType(64))
         return _types.uint64(src, i, dst, o), codegen
 else:  # (the kernel only runs compiled; this keeps the module importable)
     def _copy64_ascii(src, i, dst, o):

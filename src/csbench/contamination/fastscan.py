@@ -53,6 +53,24 @@ if numba is not None:
     from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
     from numba.extending import intrinsic as _intrinsic
 
+    _V64 = _ir.VectorType(_ir.IntType(8), 64)      # 64 bytes in one vector register
+
+    def _ir_ptr(context, builder, sig, args, k, vector=True):
+        """Pointer to ``arr[idx]`` for an intrinsic whose args k, k + 1 are (arr, idx): a
+        64-byte vector pointer, or the byte pointer (``vector=False``)."""
+        ary = context.make_array(sig.args[k])(context, builder, args[k])
+        ptr = builder.gep(ary.data, [args[k + 1]])
+        return builder.bitcast(ptr, _V64.as_pointer()) if vector else ptr
+
+    def _ir_splat(v):
+        """The 64-byte vector constant with every byte v."""
+        return _ir.Constant(_V64, [_ir.Constant(_ir.IntType(8), v)] * 64)
+
+    def _ir_lower(builder, x):
+        """x (64 bytes) with 'A'..'Z' lower-cased."""
+        up = builder.icmp_unsigned("<", builder.sub(x, _ir_splat(0x41)), _ir_splat(26))
+        return builder.add(x, builder.select(up, _ir_splat(0x20), _ir_splat(0)))
+
     @_intrinsic
     def _load8(typingctx, arr, idx):
         """The 8 bytes at arr[idx:idx + 8] as a little-endian uint64 (unaligned; no checks)."""
@@ -67,14 +85,8 @@ if numba is not None:
         """Bit i set when byte arr[idx + i] (i < 64) is a word byte (a-z, 0-9, >= 0x80): one
         64-byte vector load and three vector compares (unaligned; no checks)."""
         def codegen(context, builder, sig, args):
-            ary = context.make_array(sig.args[0])(context, builder, args[0])
-            i8 = _ir.IntType(8)
-            vt = _ir.VectorType(i8, 64)
-            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vt.as_pointer())
-            x = builder.load(ptr, align=1)
-
-            def splat(v):
-                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
+            x = builder.load(_ir_ptr(context, builder, sig, args, 0), align=1)
+            splat = _ir_splat
             alpha = builder.icmp_unsigned("<", builder.sub(x, splat(0x61)), splat(26))
             digit = builder.icmp_unsigned("<", builder.sub(x, splat(0x30)), splat(10))
             high = builder.icmp_signed("<", x, splat(0))

@@ -240,24 +240,15 @@ if numba is not None:
         the mask of the bytes that end plain ASCII string content (bit j: src[i + j] is '"',
         '\\', below 0x20 or at least 0x80). One vector load, five compares, one store."""
         def codegen(context, builder, sig, args):
-            i8 = _ir.IntType(8)
-            vt = _ir.VectorType(i8, 64)
-
-            def ptr(k):
-                ary = context.make_array(sig.args[k])(context, builder, args[k])
-                return builder.bitcast(builder.gep(ary.data, [args[k + 1]]), vt.as_pointer())
-
-            def splat(v):
-                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
-            x = builder.load(ptr(0), align=1)
+            splat = F._ir_splat
+            x = builder.load(F._ir_ptr(context, builder, sig, args, 0), align=1)
             spec = builder.or_(
                 builder.or_(builder.icmp_unsigned("==", x, splat(0x22)),
                             builder.icmp_unsigned("==", x, splat(0x5C))),
                 builder.or_(builder.icmp_unsigned("<", x, splat(0x20)),
                             builder.icmp_signed("<", x, splat(0))))
-            up = builder.icmp_unsigned("<", builder.sub(x, splat(0x41)), splat(26))
-            low = builder.add(x, builder.select(up, splat(0x20), splat(0)))
-            builder.store(low, ptr(2), align=1)
+            builder.store(F._ir_lower(builder, x), F._ir_ptr(context, builder, sig, args, 2),
+                          align=1)
             return builder.bitcast(spec, _ir.IntType(64))
         return _types.uint64(src, i, dst, o), codegen
 
@@ -270,22 +261,15 @@ if numba is not None:
         e << 16``: p bytes consumed (64: no stop), m bytes written, e escapes among them."""
         def codegen(context, builder, sig, args):
             i1, i8, i64 = _ir.IntType(1), _ir.IntType(8), _ir.IntType(64)
-            vt = _ir.VectorType(i8, 64)
-            mt = _ir.VectorType(i1, 64)
-
-            def ptr(k):
-                ary = context.make_array(sig.args[k])(context, builder, args[k])
-                return builder.gep(ary.data, [args[k + 1]])
-
-            def splat(v):
-                return _ir.Constant(vt, [_ir.Constant(i8, v)] * 64)
+            vt, mt = F._V64, _ir.VectorType(i1, 64)
+            splat = F._ir_splat
 
             def eq(v):
                 return builder.icmp_unsigned("==", x, splat(v))
 
             def bits(m):
                 return builder.bitcast(m, i64)
-            x = builder.load(builder.bitcast(ptr(0), vt.as_pointer()), align=1)
+            x = builder.load(F._ir_ptr(context, builder, sig, args, 0), align=1)
             bs = bits(eq(0x5C))
             simple = eq(0x6E)
             for c in (0x74, 0x72, 0x62, 0x66, 0x22, 0x2F):
@@ -302,8 +286,7 @@ if numba is not None:
             valid = builder.select(full, _ir.Constant(i64, -1),
                                    builder.sub(builder.shl(one, p), one))
             keep = builder.and_(builder.not_(bs), valid)
-            up = builder.icmp_unsigned("<", builder.sub(x, splat(0x41)), splat(26))
-            y = builder.add(x, builder.select(up, splat(0x20), splat(0)))
+            y = F._ir_lower(builder, x)
             r = x
             for c, v in ((0x6E, 10), (0x74, 9), (0x72, 13), (0x62, 8), (0x66, 12)):
                 r = builder.select(eq(c), splat(v), r)
@@ -312,7 +295,8 @@ if numba is not None:
             fn = builder.module.globals.get("llvm.masked.compressstore.v64i8")
             if fn is None:
                 fn = _ir.Function(builder.module, fnty, "llvm.masked.compressstore.v64i8")
-            builder.call(fn, [y, ptr(2), builder.bitcast(keep, mt)])
+            builder.call(fn, [y, F._ir_ptr(context, builder, sig, args, 2, vector=False),
+                              builder.bitcast(keep, mt)])
             m = builder.ctpop(keep)
             e = builder.ctpop(builder.and_(bs, valid))
             return builder.or_(builder.or_(p, builder.shl(m, _ir.Constant(i64, 8))),
