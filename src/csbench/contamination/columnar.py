@@ -23,7 +23,6 @@ import numpy as np
 
 from ..errors import InputError
 from . import fastscan as F
-from . import hashing as H
 from . import jsonl as J
 
 try:  # pragma: no cover - exercised when numba is installed
@@ -203,17 +202,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             for i, d in zip(fb.tolist(), np.searchsorted(docs, fb).tolist()):
                 raw = texts[i].as_py().encode("utf-8")
                 nbytes += len(raw)
-                t = b"\n" + H.normalise_bytes(raw)
-                if used + len(t) + F.PAD > len(out):
-                    out = np.concatenate((out[:used], np.zeros(len(t) + len(out) + F.PAD,
-                                                               np.uint8)))
-                out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
-                lo[d], hi[d] = used + 1, used + len(t)
-                used += len(t)
-                if nw + len(t) // 2 + 2 > len(hw):
-                    hw = np.concatenate((hw[:nw], np.empty(len(t) + len(hw), np.uint64)))
-                wlo[d], whi[d] = nw, J._hash_words(out, used - len(t) + 1, used, hw, nw)
-                nw = int(whi[d])
+                out, used, hw, nw = J.append_folded(raw, out, used, hw, nw, d, lo, hi, wlo, whi)
         if id_field:
             ids = batch.column(1)
 

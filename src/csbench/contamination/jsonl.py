@@ -940,17 +940,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
                     continue
                 fb_ids[li] = doc[0]
                 nbytes += len(doc[1])
-                t = b"\n" + H.normalise_bytes(doc[1])
-                if used + len(t) + F.PAD > len(out):
-                    out = np.concatenate((out[:used], np.zeros(len(t) + len(out) + F.PAD,
-                                                               np.uint8)))
-                out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
-                lo[k], hi[k] = used + 1, used + len(t)
-                used += len(t)
-                if nw + len(t) // 2 + 2 > len(hw):  # (at most (len + 1) // 2 words)
-                    hw = np.concatenate((hw[:nw], np.empty(len(t) + len(hw), np.uint64)))
-                wlo[k], whi[k] = nw, _hash_words(out, used - len(t) + 1, used, hw, nw)
-                nw = int(whi[k])
+                out, used, hw, nw = append_folded(doc[1], out, used, hw, nw, k, lo, hi, wlo, whi)
             lines, lo, hi = lines[keep], lo[keep], hi[keep]
             wlo, whi = wlo[keep], whi[keep]
         ls = A.ls[lines]
@@ -972,6 +962,23 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         yield Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb), hw[:nw], wlo, whi)
         if lineno is not None:
             lineno += nl
+
+
+def append_folded(text: bytes, out, used, hw, nw, d, lo, hi, wlo, whi):
+    """Append document d, folded in Python (:func:`.hashing.normalise_bytes`), to a batch's
+    output buffer after a newline, and its word hashes to ``hw``; record its ranges in
+    lo/hi/wlo/whi[d]. Buffers grow when needed (keeping ``F.PAD`` bytes of room); returns
+    (out, used, hw, nw)."""
+    t = b"\n" + H.normalise_bytes(text)
+    if used + len(t) + F.PAD > len(out):
+        out = np.concatenate((out[:used], np.zeros(len(t) + len(out) + F.PAD, np.uint8)))
+    out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
+    lo[d], hi[d] = used + 1, used + len(t)
+    used += len(t)
+    if nw + len(t) // 2 + 2 > len(hw):              # (at most (len + 1) // 2 words)
+        hw = np.concatenate((hw[:nw], np.empty(len(t) + len(hw), np.uint64)))
+    wlo[d], whi[d] = nw, _hash_words(out, used - len(t) + 1, used, hw, nw)
+    return out, used, hw, int(whi[d])
 
 
 def _hash_words(out, lo, hi, hw, k):
