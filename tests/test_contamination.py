@@ -144,6 +144,7 @@ def test_hash_collision_is_verified(monkeypatch):
     idx.keys[L] = (np.concatenate([fake, uniq]), np.concatenate([[0], bounds + 1]),
                    np.concatenate([[0], probe]), np.concatenate([[0], pos]))
     idx.table[:] = True
+    idx.vocab[:] = True
     s = Scanner(idx).scan([("z", ("zz " * 30).encode())])
     assert s.table().empty and s.candidates > 0
 
@@ -336,6 +337,24 @@ def test_numba_kernel_matches_numpy_path(methods, batch):
     assert not fast.table().empty
     assert fast.candidates == slow.candidates
     assert (fast.bytes, fast.docs) == (slow.bytes, slow.docs)
+
+
+@pytest.mark.parametrize("engine", ["numba", "numpy"])
+@pytest.mark.parametrize("n,mw", [(13, 4), (5, 3), (70, 3)])
+def test_vocabulary_filter_only_skips_ngrams_with_foreign_words(engine, n, mw):
+    if engine == "numba" and not fastscan.available():
+        pytest.skip("numba kernel unavailable")
+    filled = SENT.replace("_", "Maria")
+    docs = _engine_docs() + [("long", " ".join([filled] * 12).encode()),     # runs >> n words
+                             ("cut", f"{filled} zebra {filled} {filled}".encode())]
+    idx = ProbeIndex(probes(), n=n, min_words=mw)
+    assert 0 < idx.vocab.sum() < len(idx.vocab) // 16
+    idx.table[:] = True                     # (so candidates count the n-grams looked up)
+    filtered = Scanner(idx, engine=engine).scan(docs)
+    idx.vocab[:] = True                     # every word passes: every n-gram is looked up
+    full = Scanner(idx, engine=engine).scan(docs)
+    pd.testing.assert_frame_equal(filtered.table(), full.table())
+    assert not full.table().empty and filtered.candidates < full.candidates
 
 
 @pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")

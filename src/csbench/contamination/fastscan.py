@@ -3,19 +3,20 @@
 For each document range of a batch buffer (normalised: ASCII lower-cased, as
 :func:`.hashing.normalise_bytes` gives it) the kernel splits words with the same classes as
 :mod:`.hashing` (ASCII letters/digits and non-ASCII bytes), hashes each word exactly as
-:func:`.hashing.word_hashes` does, keeps a rolling hash of the last L words for each looked-up
-length L (exactly :func:`.hashing.ngram_hashes`: rotations and XORs, no multiply chain), and
-looks every n-gram up in a packed bit table and then by binary search in the sorted probe keys.
-It returns only the matches (start word, length slot, key index), so nothing per word is
-materialised. n-grams never cross a document boundary (the rolling state restarts at each
-document).
+:func:`.hashing.word_hashes` does, tests each word against the probes' vocabulary (a packed
+bit table), and only inside runs of at least L vocabulary words keeps a rolling hash of the last
+L words for each looked-up length L (exactly :func:`.hashing.ngram_hashes`: rotations and XORs,
+no multiply chain), looked up in a packed bit table and then by binary search in the sorted
+probe keys. Every word of a key is a probe word, so the n-grams skipped cannot match. It returns
+only the matches (start word, length slot, key index), so nothing per word is materialised.
+n-grams never cross a document boundary (the run counter restarts at each document).
 
 The kernel works in two passes. Pass 1 (:func:`_word_hashes`) classifies 64 bytes at a time with
 one vector compare per byte class (:func:`_word_bits64`: LLVM vector IR, AVX-512 or AVX2 code on
 x86), turns the 64-bit mask into word starts and ends with bit tricks, and hashes each word from
 two unaligned 8-byte loads (no work per byte, no branch per byte). Pass 2 (:func:`_ngram_pass`)
-rolls n-gram hashes over the word hashes and looks them up. On the per-document path
-:meth:`KernelIndex.scan` runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the
+tests the word hashes against the vocabulary and rolls n-gram hashes inside vocabulary runs.
+On the per-document path :meth:`KernelIndex.scan` runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the
 extraction kernel runs pass 1 on each document as it is copied, and :meth:`KernelIndex.scan_words`
 runs pass 2 only. Either way the hashes are those of the bytes the numpy path sees, so results
 are identical. Pass 1 reads up to ``PAD`` bytes past a document's end (never uses them): buffers
@@ -157,69 +158,93 @@ def _rotl(x, r):
     return (x << r) | (x >> ((np.uint64(64) - r) & np.uint64(63)))
 
 
-def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, wstart, out):
-    """Pass 2: rolling n-gram hashes over given word hashes and lookups. Document d's word
-    hashes are ``hw[wlo[d]:whi[d]]`` (ranges need not be contiguous or in order); ``wstart``
-    (length documents + 1) receives the cumulative word counts, and match rows give the start
-    word as ``wstart[d]`` + its index in document d, i.e. as if the documents' words lay one
-    after another. The n-gram hash is :func:`.hashing.ngram_hashes`' cyclic polynomial, rolled
-    by ``g = rotl(g ^ rotl(h_q, L - 1), 1) ^ h_{q+L}``. Returns (matches, candidates); see
-    :func:`_scan_kernel`."""
+def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, vocab, vshift, wstart, out):
+    """Pass 2: n-gram lookups over given word hashes. Document d's word hashes are
+    ``hw[wlo[d]:whi[d]]`` (ranges need not be contiguous or in order); ``wstart`` (length
+    documents + 1) receives the cumulative word counts, and match rows give the start word as
+    ``wstart[d]`` + its index in document d, i.e. as if the documents' words lay one after another.
+
+    Every word of a probe key is a probe word, so an n-gram can only match where L words in a
+    row are in the probes' vocabulary: each word is tested in the packed ``vocab`` bit table
+    (indexed by ``h >> vshift``; one load from a table that sits in L1/L2), a run counter tracks
+    how many words in a row passed, and n-gram hashes are formed only inside runs of at least L
+    words (in real text, a few per cent of the words). There the hash is
+    :func:`.hashing.ngram_hashes`' cyclic polynomial, computed whole where a run reaches L words
+    and then rolled by ``g = rotl(g ^ rotl(h_q, L - 1), 1) ^ h_{q+L}``; then the packed bit
+    ``table`` (indexed by ``g >> shift``) and a binary search in the sorted keys. Returns
+    (matches, candidates), candidates being the n-grams of vocabulary runs that pass ``table``;
+    see :func:`_scan_kernel`."""
     nd = wlo.shape[0]
+    ns = lengths.shape[0]
     one = np.uint64(1)
     t = 0
     for d in range(nd):
         wstart[d] = t
         t += whi[d] - wlo[d]
     wstart[nd] = t
+    lmin = 1 << 62
+    for s in range(ns):
+        lmin = min(lmin, lengths[s])
+    g = np.zeros(max(ns, 1), dtype=np.uint64)      # the current n-gram hash of each length
     cap = out.shape[0]
     nout = 0
     ncand = 0
-    for s in range(lengths.shape[0]):
-        L = lengths[s]
-        rl = np.uint64(L - 1) & np.uint64(63)
-        klo = key_off[s]
-        khi = key_off[s + 1]
-        for d in range(nd):
-            a = wlo[d]
-            m = whi[d] - a
-            if m < L:
+    for d in range(nd):
+        a = wlo[d]
+        m = whi[d] - a
+        if m < lmin:
+            continue
+        seg = hw[a:a + m]                       # (indices from 0: no negative-index checks)
+        base = wstart[d]
+        r = 0                                   # vocabulary words in a row, ending at q
+        for q in range(m):
+            v = seg[q] >> vshift
+            r = (r + 1) * np.int64((vocab[v >> np.uint64(3)] >> (v & np.uint64(7))) & one)
+            if r < lmin:
                 continue
-            seg = hw[a:a + m]                   # (indices from 0: no negative-index checks)
-            base = wstart[d]
-            g = np.uint64(0)
-            for q in range(L):
-                g ^= _rotl(seg[q], np.uint64(L - 1 - q) & np.uint64(63))
-            last = m - L
-            for q in range(last + 1):
-                top = g >> shift
+            for s in range(ns):
+                L = lengths[s]
+                if r < L:
+                    continue
+                st = q + 1 - L
+                if r == L:                      # a run reaches L words: the hash, whole
+                    x = np.uint64(0)
+                    for i in range(L):
+                        x ^= _rotl(seg[st + i], np.uint64(L - 1 - i) & np.uint64(63))
+                else:                           # the run goes on: roll by one word
+                    x = _rotl(g[s] ^ _rotl(seg[st - 1], np.uint64(L - 1) & np.uint64(63)),
+                              one) ^ seg[q]
+                g[s] = x
+                top = x >> shift
                 if (table[top >> np.uint64(3)] >> (top & np.uint64(7))) & one:
                     ncand += 1
+                    klo = key_off[s]
+                    khi = key_off[s + 1]
                     lo = klo
                     hi = khi
                     while lo < hi:
                         mid = (lo + hi) >> 1
-                        if keys[mid] < g:
+                        if keys[mid] < x:
                             lo = mid + 1
                         else:
                             hi = mid
-                    if lo < khi and keys[lo] == g:
+                    if lo < khi and keys[lo] == x:
                         if nout < cap:
-                            out[nout, 0] = base + q
+                            out[nout, 0] = base + st
                             out[nout, 1] = s
                             out[nout, 2] = lo - klo
                         nout += 1
-                if q < last:
-                    g = _rotl(g ^ _rotl(seg[q], rl), one) ^ seg[q + L]
     return nout, ncand
 
 
-def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, hw, wstart, out):
+def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, vocab, vshift, hw,
+                 wstart, out):
     """Matches of one batch: (start word, length slot, key index) rows written to ``out`` (an
     (cap, 3) int64 array; rows beyond cap are counted, not written); returns (matches, candidates).
 
     ``keys[key_off[s]:key_off[s+1]]`` are the sorted unique keys of length ``lengths[s]``;
-    ``table`` is the packed pre-filter indexed by ``h >> shift``;
+    ``table`` is the packed pre-filter indexed by ``h >> shift``, ``vocab`` the packed bit table
+    of the probes' word hashes indexed by ``h >> vshift``;
     ``hw`` has room for a hash per word (len(buf) // 2 + 2); ``wstart`` (length documents + 1)
     receives each document's first word index.
     """
@@ -230,7 +255,8 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, hw, 
         k = _word_hashes(buf, doc_lo[d], doc_hi[d], hw, k)
     wstart[nd] = k
     ws = wstart.copy()
-    return _ngram_pass(hw, ws[:nd], ws[1:], lengths, table, shift, keys, key_off, wstart, out)
+    return _ngram_pass(hw, ws[:nd], ws[1:], lengths, table, shift, keys, key_off, vocab, vshift,
+                       wstart, out)
 
 
 if numba is not None:
@@ -243,21 +269,33 @@ _ngram = _ngram_pass
 _STATE: dict[str, bool] = {}
 
 
+def _packed(bits: np.ndarray, what: str):
+    """A bool table of 2**b entries (1 <= b <= 32) as packed bits and the shift that turns a
+    64-bit hash into its index (its top b bits)."""
+    b = len(bits).bit_length() - 1
+    if len(bits) != 1 << b or not 1 <= b <= 32:
+        raise ValueError(f"the {what} table needs a power-of-two size, 2 to 2**32")
+    return np.packbits(bits, bitorder="little"), np.uint64(64 - b)
+
+
 class KernelIndex:
     """The probe keys of a :class:`~csbench.contamination.scan.ProbeIndex` laid out for the kernel."""
 
-    def __init__(self, lengths, keys: dict, table_bits: int):
+    def __init__(self, lengths, keys: dict, table: np.ndarray, vocab: np.ndarray | None = None):
+        """``keys[L][0]``: the sorted unique keys of length L; ``table``: the n-gram pre-filter,
+        a bool table of a power-of-two size indexed by the top bits of an n-gram hash (it must
+        hold every key); ``vocab``: the probes' vocabulary likewise, indexed by the top bits of
+        a word hash (None lets every word through). Both are :class:`.scan.ProbeIndex`'s."""
+        if vocab is None:
+            vocab = np.ones(2, dtype=bool)
+        self.table, self.shift = _packed(table, "pre-filter")
+        self.vocab, self.vshift = _packed(vocab, "vocabulary")
         self.lengths = np.asarray(lengths, dtype=np.int64)
         if len(self.lengths) and int(self.lengths.min()) < 1:
             raise ValueError("n-gram lengths must be positive")
         uniqs = [keys[L][0] for L in lengths]
         self.keys = (np.concatenate(uniqs) if uniqs else np.zeros(0)).astype(np.uint64)
         self.key_off = np.concatenate(([0], np.cumsum([len(u) for u in uniqs]))).astype(np.int64)
-        bits = np.zeros(1 << table_bits, dtype=bool)
-        for u in uniqs:
-            bits[(u >> np.uint64(64 - table_bits)).astype(np.int64)] = True
-        self.table = np.packbits(bits, bitorder="little")
-        self.shift = np.uint64(64 - table_bits)
         self.out = np.empty((4096, 3), dtype=np.int64)
         self.hw = np.empty(0, dtype=np.uint64)
 
@@ -272,7 +310,8 @@ class KernelIndex:
         wstart = np.empty(len(doc_lo) + 1, dtype=np.int64)
         while True:
             nout, ncand = _kernel(arr, doc_lo, doc_hi, self.lengths, self.table, self.shift,
-                                  self.keys, self.key_off, self.hw, wstart, self.out)
+                                  self.keys, self.key_off, self.vocab, self.vshift, self.hw,
+                                  wstart, self.out)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
@@ -286,7 +325,7 @@ class KernelIndex:
         wstart = np.empty(len(wlo) + 1, dtype=np.int64)
         while True:
             nout, ncand = _ngram(hw, wlo, whi, self.lengths, self.table, self.shift, self.keys,
-                                 self.key_off, wstart, self.out)
+                                 self.key_off, self.vocab, self.vshift, wstart, self.out)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
@@ -303,7 +342,8 @@ def available() -> bool:
         ok = False
         if _kernel is not None:
             try:
-                ki = KernelIndex([2], {2: (np.zeros(1, dtype=np.uint64),)}, 10)
+                ki = KernelIndex([2], {2: (np.zeros(1, dtype=np.uint64),)},
+                                 np.ones(1 << 10, dtype=bool))
                 ki.scan(b"a b", np.array([0], dtype=np.int64), np.array([3], dtype=np.int64))
                 ok = True
             except Exception as exc:  # noqa: BLE001 - fall back on any compile/run failure

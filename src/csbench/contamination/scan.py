@@ -11,8 +11,9 @@ Benchmark probes (one row per text to look for: ``benchmark, item_id, probe, kin
   within ``max_gap`` words of the previous (the blank's filler), whatever fills the gap.
 
 Documents are batched into buffers of about ``batch_bytes``; each batch is tokenised and hashed
-with numpy (:mod:`.hashing`), n-grams that cross a document boundary are dropped, candidates pass a
-bit-table pre-filter and a binary search, and every surviving hit is verified word by word, so a
+with numpy (:mod:`.hashing`), n-grams that cross a document boundary are dropped, and so are
+those with a word that no probe has (:attr:`ProbeIndex.vocab`, a bit table of the probes' word
+hashes); candidates pass a bit-table pre-filter and a binary search, and every surviving hit is verified word by word, so a
 hash collision can never report a false match. Memory depends on the probes and the batch size only.
 
 :meth:`Scanner.scan_pieces` (what the workflow runs) takes shard pieces instead of documents: JSON
@@ -105,6 +106,15 @@ class ProbeIndex:
             self.keys[L] = (uniq, bounds, probe, pos)
             self.table[(uniq >> np.uint64(64 - TABLE_BITS)).astype(np.int64)] = True
         self.lengths = sorted(self.keys)
+        # every word of every key is a probe word: a bit table of the probes' word hashes (about
+        # 32 bits per distinct word, so about 3 % of other words pass) lets the scan skip all
+        # n-grams that contain a word no probe has
+        words = np.unique(np.concatenate([p.hashes for p in self.probes] + [np.zeros(0, np.uint64)])
+                          .astype(np.uint64))
+        bits = int(min(24, max(12, np.ceil(np.log2(max(len(words), 1) * 32)))))
+        self.vocab = np.zeros(1 << bits, dtype=bool)
+        self.vocab[(words >> np.uint64(64 - bits)).astype(np.int64)] = True
+        self.vocab_shift = np.uint64(64 - bits)
 
     def n_positions(self, i: int) -> int:
         m = len(self.probes[i].words)
@@ -141,7 +151,7 @@ class Scanner:
         use = engine == "numba" or (engine == "auto" and fastscan.available())
         if engine == "numba" and not fastscan.available():
             raise RuntimeError("scan engine 'numba' requested but the numba kernel is unavailable")
-        self.kernel = (fastscan.KernelIndex(index.lengths, index.keys, TABLE_BITS)
+        self.kernel = (fastscan.KernelIndex(index.lengths, index.keys, index.table, index.vocab)
                        if use and index.lengths else None)
         self.engine = "numba" if self.kernel is not None else "numpy"
         self.results: dict[int, ProbeResult] = defaultdict(ProbeResult)
@@ -264,11 +274,14 @@ class Scanner:
         prefix = H.ngram_prefix(wh)
         hits = []   # (probe, pos, word index, length)
         shift = np.uint64(64 - TABLE_BITS)
+        # words not in the probes' vocabulary, counted: n-gram k has none when out[k + L] == out[k]
+        out = np.concatenate(([0], np.cumsum(~idx.vocab[(wh >> idx.vocab_shift).astype(np.intp)])))
         for L in idx.lengths:
             g = H.ngram_hashes(prefix, L)
             if len(g) == 0:
                 continue
-            cand = np.flatnonzero(idx.table[(g >> shift).astype(np.intp)])
+            cand = np.flatnonzero(idx.table[(g >> shift).astype(np.intp)]
+                                  & (out[L:] == out[:len(out) - L]))
             if len(cand) == 0:
                 continue
             cand = cand[word_doc[cand] == word_doc[cand + L - 1]]
