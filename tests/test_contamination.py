@@ -675,15 +675,35 @@ def test_fused_ascii_copy_vector_and_swar(tmp_path, compress):
         assert got == want, block
 
 
+def _pass1(variant: str):
+    """One of pass 1's compiled variants: what the kernels call, the scalar pass, the vector pass
+    (byte permutes: AVX-512 VBMI) or the vector pass compiled with gathers instead (any CPU)."""
+    F = fastscan
+    if variant == "vector" and not F.VECTOR:
+        pytest.skip("this CPU has no AVX-512 VBMI/VBMI2")
+    if variant == "gather":
+        import types
+
+        import numba
+        f = F._word_hashes_vector.py_func
+        env = {**f.__globals__, "_hash_lanes": F._make_hash_lanes(False)}
+        return numba.njit(types.FunctionType(f.__code__, env, f.__name__))
+    return {"dispatch": F._word_hashes, "scalar": F._word_hashes_scalar,
+            "vector": F._word_hashes_vector}[variant]
+
+
 @pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")
-def test_kernel_word_hashes_equal_numpy():
-    """Pass 1 of the compiled kernel (64-byte blocks, word boundaries from bit masks) gives the
-    words and hashes of the numpy tokeniser: random documents (ASCII, any bytes, non-ASCII runs,
-    words of every length around 8, 16 and the 64-byte blocks, empty, separators only), at
-    every start offset within a block, written from a non-zero slot; bytes after the range are
-    word bytes, so a read past the end would show."""
+@pytest.mark.parametrize("variant", ["dispatch", "scalar", "vector", "gather"])
+def test_kernel_word_hashes_equal_numpy(variant):
+    """Pass 1 of the compiled kernel (64-byte blocks, word boundaries from bit masks; scalar or
+    vector) gives the words and hashes of the numpy tokeniser: random documents (ASCII, any
+    bytes, non-ASCII runs, words of every length around 8, 16 and the 64-byte blocks, blocks
+    with more words than a vector step takes, empty, separators only), at every start offset
+    within a block, written from a non-zero slot; bytes after the range are word bytes, so a
+    read past the end would show."""
     rng = np.random.default_rng(11)
     F = fastscan
+    word_hashes = _pass1(variant)
     alphabet = np.frombuffer(b"abcz019 \t\n.,-'", dtype=np.uint8)
     docs = [b"", b" ", b"a", b"\xc3", b".", b" ,.;\n\t  ", b"  ab  ", b"ab"]
     for _ in range(300):
@@ -699,14 +719,17 @@ def test_kernel_word_hashes_equal_numpy():
         for pre in (0, 1, 7, 63, 64, 65):
             docs.append(b"x " * (pre // 2) + b"q" * (pre % 2) + b" " + b"w" * L + b" end")
             docs.append(b"y" * L)
+    for step in (2, 3, 4, 5):                  # 32, 21, 16, 12 words in a block
+        for pre in range(5):
+            docs.append(b" " * pre + (b"a" * (step - 1) + b" ") * 100)
     for i, doc in enumerate(docs):
         lo = i % 67
         arr = np.frombuffer(b"z" * lo + doc + b"z" * F.PAD, dtype=np.uint8)
         k0 = 5
         hw = np.full(len(doc) // 2 + k0 + 4, 7, dtype=np.uint64)
-        k = F._word_hashes(arr, lo, lo + len(doc), hw, k0)
+        k = word_hashes(arr, lo, lo + len(doc), hw, k0)
         assert hw[k0:k].tolist() == H.tokenise(doc)[2].tolist(), doc[:40]
-        assert hw[:k0].tolist() == [7] * k0
+        assert hw[:k0].tolist() == [7] * k0 and (hw[k:] == 7).all()   # nothing else written
 
 
 def test_word_hashes_distinguish_words():

@@ -43,8 +43,29 @@ try:  # pragma: no cover - exercised when numba is installed
 except Exception:  # noqa: BLE001 - any import failure means: use the numpy path
     numba = None
 
-PAD = 64                     # bytes pass 1 may read past a document's end
+PAD = 128                    # bytes pass 1 may read past a document's end
+LANES = 16                   # words the vector pass 1 hashes per step (16 fit most blocks)
 
+
+
+def cpu_has(*features: str) -> bool:
+    """True when numba compiles for a CPU with all these LLVM features (e.g. ``avx512vbmi2``):
+    the host's, or with ``NUMBA_CPU_NAME`` set, those named in ``NUMBA_CPU_FEATURES``."""
+    if numba is None:
+        return False
+    if os.environ.get("NUMBA_CPU_NAME"):        # code compiled for a named CPU: its features
+        named = os.environ.get("NUMBA_CPU_FEATURES", "").split(",")
+        return all(f"+{f}" in named for f in features)
+    try:
+        import llvmlite.binding as llvm
+        host = llvm.get_host_cpu_features()
+        return all(bool(host.get(f)) for f in features)
+    except Exception:  # noqa: BLE001 - unknown CPU: the portable path
+        return False
+
+
+# pass 1 by vectors (compress + byte permutes) where the CPU has both (AVX-512 VBMI and VBMI2)
+VECTOR = cpu_has("avx512vbmi", "avx512vbmi2")
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _K_FIRST, _K_LAST, _K_LEN, _SPREAD = H.K_FIRST, H.K_LAST, H.K_LEN, H.P_SPREAD
 
@@ -93,6 +114,105 @@ if numba is not None:
             high = builder.icmp_signed("<", x, splat(0))
             return builder.bitcast(builder.or_(builder.or_(alpha, digit), high), _ir.IntType(64))
         return _types.uint64(arr, idx), codegen
+
+    def _ir_fn(builder, name, ret, args):
+        """The module's declaration of the LLVM function ``name`` (declared on first use)."""
+        fn = builder.module.globals.get(name)
+        if fn is None:
+            fn = _ir.Function(builder.module, _ir.FunctionType(ret, args), name)
+        return fn
+
+    def _make_hash_lanes(permute: bool):
+        """The intrinsic ``_hash_lanes(buf, base, s, e, hw, k)`` of the vector pass 1: the words
+        of the 64-byte block at ``buf[base:]`` whose starts are the set bits of ``s`` and whose
+        ends are those of ``e`` (the i-th start pairs with the i-th end; both inside the block)
+        are hashed as :func:`_word_hash` does, the first ``LANES`` of them to ``hw[k:]`` (a
+        masked store: nothing past the last word is written). Returns popcount(e).
+
+        The bit positions are compressed into byte vectors (``llvm.experimental.vector.compress``;
+        one instruction with AVX-512 VBMI2). With ``permute`` (AVX-512 VBMI) each word's first and
+        last 8 bytes are then picked out of the block and the next 64 bytes by two-table byte
+        permutes, 8 words per permute: no memory access per word. Otherwise (any other CPU, where
+        this code is compiled but the scalar pass runs) by gathers. Reads up to 128 bytes from
+        ``base``."""
+        def hash_lanes(typingctx, buf, base, s, e, hw, k):
+            def codegen(context, builder, sig, args):
+                i1, i32, i64 = _ir.IntType(1), _ir.IntType(32), _ir.IntType(64)
+                vec, vt = _ir.VectorType, _V64
+                vl, m8 = vec(i64, 8), vec(i1, 8)
+
+                def const(values, t=vl):
+                    return _ir.Constant(t, list(values))
+
+                def splat(v):
+                    return const([v] * 8)
+                undef = _ir.Constant(vl, _ir.Undefined)
+                zero = _ir.Constant(vt, None)
+                iota = const(range(64), vt)
+                compress = _ir_fn(builder, "llvm.experimental.vector.compress.v64i8", vt,
+                                  [vt, vec(i1, 64), vt])
+                cs = builder.call(compress, [iota, builder.bitcast(args[2], vec(i1, 64)), zero])
+                ce = builder.call(compress, [iota, builder.bitcast(args[3], vec(i1, 64)), zero])
+                ary = context.make_array(sig.args[0])(context, builder, args[0])
+                p = builder.gep(ary.data, [args[1]])
+                c = builder.ctpop(args[3])
+                cv = builder.shuffle_vector(builder.insert_element(undef, c, _ir.Constant(i32, 0)),
+                                            undef, const([0] * 8, vec(i32, 8)))
+                if permute:
+                    x0 = builder.load(builder.bitcast(p, vt.as_pointer()), align=1)
+                    x1 = builder.load(builder.bitcast(builder.gep(p, [_ir.Constant(i64, 64)]),
+                                                      vt.as_pointer()), align=1)
+                    perm = _ir_fn(builder, "llvm.x86.avx512.vpermi2var.qi.512", vt, [vt, vt, vt])
+                else:
+                    base = builder.ptrtoint(p, i64)
+                    base = builder.shuffle_vector(builder.insert_element(
+                        undef, base, _ir.Constant(i32, 0)), undef, const([0] * 8, vec(i32, 8)))
+                    pv = vec(i64.as_pointer(), 8)
+                    gather = _ir_fn(builder, "llvm.masked.gather.v8i64.v8p0", vl,
+                                    [pv, i32, m8, vl])
+                hary = context.make_array(sig.args[4])(context, builder, args[4])
+                store = _ir_fn(builder, "llvm.masked.store.v8i64.p0", _ir.VoidType(),
+                               [vl, vl.as_pointer(), i32, m8])
+                for q in range(0, LANES, 8):              # words q .. q + 7
+                    sel = const(range(q, q + 8), vec(i32, 8))
+                    so = builder.zext(builder.shuffle_vector(cs, zero, sel), vl)
+                    eo = builder.zext(builder.shuffle_vector(ce, zero, sel), vl)
+                    n = builder.sub(eo, so)
+                    long = builder.icmp_unsigned(">", n, splat(8))
+                    lanes = builder.icmp_unsigned("<", const(range(q, q + 8)), cv)
+                    if permute:     # byte j of word i: s_i + j and e_i - 8 + j (of 128 bytes)
+                        rep = const([q + i // 8 for i in range(64)], vec(i32, 64))
+                        ia = builder.add(builder.shuffle_vector(cs, zero, rep),
+                                         const([i % 8 for i in range(64)], vt))
+                        ib = builder.add(builder.shuffle_vector(ce, zero, rep),
+                                         const([i % 8 - 8 for i in range(64)], vt))
+                        a = builder.bitcast(builder.call(perm, [x0, ia, x1]), vl)
+                        b = builder.bitcast(builder.call(perm, [x0, ib, x1]), vl)
+                    else:
+                        pa = builder.inttoptr(builder.add(base, so), pv)
+                        pb = builder.inttoptr(builder.add(base, builder.select(
+                            long, builder.sub(eo, splat(8)), so)), pv)
+                        a = builder.call(gather, [pa, _ir.Constant(i32, 1), lanes, undef])
+                        b = builder.call(gather, [pb, _ir.Constant(i32, 1), lanes, undef])
+                    nn = builder.select(builder.icmp_unsigned("<", n, splat(8)), n, splat(8))
+                    nn = builder.select(builder.icmp_unsigned("==", nn, splat(0)), splat(8), nn)
+                    a = builder.and_(a, builder.lshr(splat(-1), builder.sub(
+                        splat(64), builder.mul(nn, splat(8)))))
+                    b = builder.select(long, b, splat(0))
+                    h = builder.xor(builder.xor(builder.mul(a, splat(int(_K_FIRST))),
+                                                builder.mul(b, splat(int(_K_LAST)))),
+                                    builder.mul(n, splat(int(_K_LEN))))
+                    h = builder.mul(builder.xor(h, builder.lshr(h, splat(32))),
+                                    splat(int(_SPREAD)))
+                    at = builder.gep(hary.data, [builder.add(args[5], _ir.Constant(i64, q))])
+                    builder.call(store, [h, builder.bitcast(at, vl.as_pointer()),
+                                         _ir.Constant(i32, 1), lanes])
+                return c
+            return _types.uint64(buf, base, s, e, hw, k), codegen
+        return _intrinsic(hash_lanes)
+
+    _hash_lanes = _make_hash_lanes(VECTOR)
+    from numba.cpython.unsafe.numbers import leading_zeros as _leading_zeros
 else:  # (the kernels only run compiled; these keep the module importable)
     def _load8(arr, idx):
         return np.uint64(int.from_bytes(arr[idx:idx + 8].tobytes(), "little"))
@@ -103,6 +223,12 @@ else:  # (the kernels only run compiled; these keep the module importable)
 
     def _trailing_zeros(x):
         return (int(x) & -int(x)).bit_length() - 1
+
+    def _leading_zeros(x):
+        return 64 - int(x).bit_length()
+
+    def _hash_lanes(buf, base, s, e, hw, k):
+        raise NotImplementedError
 
 
 def _word_hash(buf, s, e):
@@ -115,8 +241,9 @@ def _word_hash(buf, s, e):
     return h * _SPREAD
 
 
-def _word_hashes(buf, lo, hi, hw, k):
-    """Pass 1 over ``buf[lo:hi]``: the word hashes go to hw[k:]; returns the new k.
+def _word_hashes_scalar(buf, lo, hi, hw, k):
+    """Pass 1 over ``buf[lo:hi]``, a word at a time: the word hashes go to hw[k:]; returns the
+    new k.
 
     Per 64-byte block: the word-byte mask W (:func:`_word_bits64`, bits past ``hi`` cleared),
     its transitions ``B = W ^ (W << 1 | carry)``; starts ``S = B & W`` and ends ``E = B & ~W``
@@ -151,6 +278,54 @@ def _word_hashes(buf, lo, hi, hw, k):
         hw[k] = _word_hash(buf, so, hi)
         k += 1
     return k
+
+
+def _word_hashes_vector(buf, lo, hi, hw, k):
+    """As :func:`_word_hashes_scalar`, with the words that start and end inside a block hashed
+    ``LANES`` at a time by :func:`_hash_lanes` (more than ``LANES`` in a block: again with the
+    first ``LANES`` starts and ends dropped). A word that crosses a block boundary is hashed on
+    its own. Reads up to ``PAD`` bytes past ``hi``."""
+    one = np.uint64(1)
+    carry = np.uint64(0)
+    base = lo
+    so = lo                                     # start of a word open at a block end
+    while base < hi:
+        w = _word_bits64(buf, base)
+        if hi - base < 64:
+            w &= (one << np.uint64(hi - base)) - one
+        b = w ^ ((w << one) | carry)
+        s = b & w
+        e = b & ~w
+        if carry and e:                         # the end of the carried word
+            hw[k] = _word_hash(buf, so, base + _trailing_zeros(e))
+            k += 1
+            e &= e - one
+        c = np.int64(_hash_lanes(buf, base, s, e, hw, k))
+        while c > LANES:                        # (rare: short words)
+            k += LANES
+            c -= LANES
+            for _ in range(LANES):
+                s &= s - one
+                e &= e - one
+            _hash_lanes(buf, base, s, e, hw, k)
+        k += c
+        carry = w >> np.uint64(63)
+        if carry and s:                         # the last start opens a word
+            so = base + 63 - np.int64(_leading_zeros(s))
+        base += 64
+    if carry:
+        hw[k] = _word_hash(buf, so, hi)
+        k += 1
+    return k
+
+
+def _word_hashes(buf, lo, hi, hw, k):
+    """Pass 1 over ``buf[lo:hi]``: the word hashes go to hw[k:]; returns the new k. The vector
+    pass where the CPU has it (:data:`VECTOR`, fixed when the code is compiled), else the
+    scalar one; both give the same hashes. Reads up to ``PAD`` bytes past ``hi``."""
+    if VECTOR:
+        return _word_hashes_vector(buf, lo, hi, hw, k)
+    return _word_hashes_scalar(buf, lo, hi, hw, k)
 
 
 def _rotl(x, r):
@@ -261,6 +436,8 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, voca
 
 if numba is not None:
     _word_hash = numba.njit(cache=True, nogil=True, inline="always")(_word_hash)
+    _word_hashes_scalar = numba.njit(cache=True, nogil=True)(_word_hashes_scalar)
+    _word_hashes_vector = numba.njit(cache=True, nogil=True)(_word_hashes_vector)
     _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
     _rotl = numba.njit(cache=True, nogil=True, inline="always")(_rotl)
     _ngram_pass = numba.njit(cache=True, nogil=True)(_ngram_pass)

@@ -207,15 +207,7 @@ _trailing_zeros = F._trailing_zeros
 def _has_compress() -> bool:
     """True when this CPU compress-stores bytes in one instruction (AVX-512 VBMI2); elsewhere
     LLVM would emit a byte-by-byte store, so escapes take the scalar path instead."""
-    if numba is None:
-        return False
-    if os.environ.get("NUMBA_CPU_NAME"):        # code compiled for a named CPU: its features
-        return "+avx512vbmi2" in os.environ.get("NUMBA_CPU_FEATURES", "")
-    try:
-        import llvmlite.binding as llvm
-        return bool(llvm.get_host_cpu_features().get("avx512vbmi2"))
-    except Exception:  # noqa: BLE001 - unknown CPU: the portable path
-        return False
+    return F.cpu_has("avx512vbmi2")
 
 
 _COMPRESS = _has_compress()
