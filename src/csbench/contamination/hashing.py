@@ -96,19 +96,24 @@ def normalise_bytes(buf: bytes) -> bytes:
 def tokenise(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Word start offsets, end offsets and 64-bit word hashes (:func:`word_hashes`) of a
     normalised buffer."""
+    starts, ends = word_spans(buf)
+    return starts, ends, word_hashes(np.frombuffer(buf, dtype=np.uint8), starts, ends)
+
+
+def word_spans(buf: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Word start and end offsets of a normalised buffer (words: runs of word bytes)."""
     arr = np.frombuffer(buf, dtype=np.uint8)
     n = len(arr)
     if n == 0:
         e = np.zeros(0, dtype=np.int64)
-        return e, e, np.zeros(0, dtype=np.uint64)
+        return e, e
     isw = _WORD_LUT[arr]
     b = np.flatnonzero(isw[1:] != isw[:-1]) + 1
     if isw[0]:
         b = np.concatenate(([0], b))
     if isw[-1]:
         b = np.concatenate((b, [n]))
-    starts, ends = b[0::2], b[1::2]
-    return starts, ends, word_hashes(arr, starts, ends)
+    return b[0::2], b[1::2]
 
 
 def word_hashes(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

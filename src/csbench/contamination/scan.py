@@ -232,7 +232,7 @@ class Scanner:
         """The compiled path: one kernel call finds the matches (or ``found``, the result of
         :meth:`.fastscan.KernelIndex.scan_words` when the fused reader hashed the words); only
         the documents with matches are materialised (``doc_bytes(d)``: normalised, lower-cased;
-        ``doc_id(d)``) and tokenised again (numpy) for verification and evidence."""
+        ``doc_id(d)``) and split into words again (numpy) for verification and evidence."""
         ks, slots, js, ncand, wstart = (self.kernel.scan(buf, doc_lo, doc_hi) if found is None
                                         else found)
         self.candidates += int(ncand)
@@ -245,7 +245,7 @@ class Scanner:
             sub_buf = b"\n".join(sub)
             sub_lens = np.fromiter((len(b) + 1 for b in sub), dtype=np.int64, count=len(sub))
             sub_start = np.cumsum(sub_lens) - sub_lens
-            starts, ends, _ = H.tokenise(sub_buf)
+            starts, ends = H.word_spans(sub_buf)
             word_doc = np.searchsorted(sub_start, starts, side="right") - 1
             sub_wstart = np.searchsorted(word_doc, np.arange(len(docs)), side="left")
             shift = dict(zip(docs, (sub_wstart - wstart[docs]).tolist()))
