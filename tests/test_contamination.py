@@ -194,11 +194,13 @@ def test_bad_compressed_inputs_name_the_file(tmp_path, fused):
     for name, blob in cases.items():
         p = tmp_path / name
         p.write_bytes(blob)
-        with pytest.raises(InputError, match=name.replace(".", r"\.")):
-            if fused:
-                Scanner(idx).scan_pieces([(str(p), 0, -1)], "jsonl", "text", "id")
-            else:
-                list(C.iter_documents((str(p), 0, -1), "jsonl", "text", "id"))
+        for read_ahead in ((False, True) if fused else (False,)):
+            with pytest.raises(InputError, match=name.replace(".", r"\.")):
+                if fused:
+                    Scanner(idx).scan_pieces([(str(p), 0, -1)], "jsonl", "text", "id",
+                                             read_ahead=read_ahead)
+                else:
+                    list(C.iter_documents((str(p), 0, -1), "jsonl", "text", "id"))
     two = tmp_path / "two.jsonl.zst"                  # two frames, as concatenated files give
     half = len(data) // 2
     cut = data.rfind(b"\n", 0, half) + 1
@@ -298,6 +300,13 @@ def test_workflow_plan_on_demo_config(repo, monkeypatch):
     web = plan.shards[("web", "lexical")]
     assert len(web) > 2 and any(start > 0 for s in web for _, start, _ in s)   # byte ranges
     assert plan.methods("web") == ["exact", "ngram"]
+    compressed = [i for i, sh in enumerate(web) if any(p.endswith((".gz", ".zst")) for p, _, _ in sh)]
+    assert compressed and len(compressed) < len(web)
+    assert [plan.scan_threads("web", i) for i in range(len(web))] == \
+        [2 if i in compressed else 1 for i in range(len(web))]
+    assert plan.scan_threads("wiki", 0) == 1
+    plan.cfg["read_ahead"] = False
+    assert plan.scan_threads("web", compressed[0]) == 1
     assert "semantic" in plan.methods("books")
     assert f"results/contamination/scan/books/semantic/0.parquet" in plan.shard_outputs("books")
     assert "results/contamination/summary.tsv" in plan.targets()
@@ -415,9 +424,9 @@ def compress(request, monkeypatch):
     return request.param
 
 
-def _fused_docs(piece, text_field="text", id_field=None, block=64):
+def _fused_docs(piece, text_field="text", id_field=None, block=64, read_ahead=False):
     docs, fallbacks = [], 0
-    for b in jsonl.iter_batches(piece, text_field, id_field, block):
+    for b in jsonl.iter_batches(piece, text_field, id_field, block, read_ahead):
         docs.extend((b.doc_id(d), b.doc_bytes(d)) for d in range(len(b.lo)))
         fallbacks += b.fallbacks
     return docs, fallbacks
@@ -532,9 +541,10 @@ def test_fused_path_matches_per_document_path(tmp_path, compress, id_field):
         piece = (str(tmp_path / name), 0, -1)
         want = _python_docs(piece, "text", id_field)
         for block in (7, 100, 1 << 20):
-            got, fallbacks = _fused_docs(piece, "text", id_field, block)
-            assert got == want, (name, block)
-            assert 0 < fallbacks < 16
+            for read_ahead in (False, True):
+                got, fallbacks = _fused_docs(piece, "text", id_field, block, read_ahead)
+                assert got == want, (name, block, read_ahead)
+                assert 0 < fallbacks < 16
     for shard_bytes in (90, 333, len(data) // 2, len(data) * 2):
         for shard in C.plan_shards([str(plain)], "jsonl", shard_bytes):
             for block in (50, 1 << 20):
@@ -580,6 +590,40 @@ def test_fused_path_errors_match(tmp_path, compress):
     idx = ProbeIndex(probes(), n=13, min_words=4)
     with pytest.raises(InputError, match=r"bad.jsonl:2"):
         Scanner(idx).scan_pieces([(str(p), 0, -1)], "jsonl")
+
+
+@needs_kernel
+def test_read_ahead_stops_with_the_caller_and_raises_where_the_data_breaks(tmp_path):
+    """The read-ahead thread ends when the caller stops early or the piece is done; an error
+    found by the thread (a truncated .zst) is raised after the blocks before it, as without the
+    thread."""
+    import threading
+
+    recs = [{"id": f"d{i}", "text": f"alpha beta {i} " * 20} for i in range(4000)]
+    data = "".join(json.dumps(r) + "\n" for r in recs).encode()
+    cz = zstandard.ZstdCompressor()
+    frames = b"".join(cz.compress(data[i:i + 50_000]) for i in range(0, len(data), 50_000))
+    p = tmp_path / "c.jsonl.zst"
+    p.write_bytes(frames)
+    before = threading.active_count()
+    it = jsonl.iter_batches((str(p), 0, -1), "text", "id", block=4096, read_ahead=True)
+    first = next(it)
+    assert first.doc_id(0) == "d0"
+    it.close()                                   # the caller stops early
+    assert threading.active_count() == before
+    assert _fused_docs((str(p), 0, -1), "text", "id", 4096, True) == \
+        _fused_docs((str(p), 0, -1), "text", "id", 4096, False)
+    assert threading.active_count() == before
+    p.write_bytes(frames[:len(frames) // 2])
+    seen = {}
+    for read_ahead in (False, True):
+        n = 0
+        with pytest.raises(InputError, match=r"c\.jsonl\.zst.*truncated"):
+            for b in jsonl.iter_batches((str(p), 0, -1), "text", "id", 4096, read_ahead):
+                n += len(b.lo)
+        seen[read_ahead] = n
+    assert seen[True] == seen[False] > 0
+    assert threading.active_count() == before
 
 
 def test_scan_pieces_without_kernel(tmp_path, monkeypatch):

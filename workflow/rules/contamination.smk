@@ -44,13 +44,14 @@ rule contamination_scan:
         methods=CONT_PLAN.lexical,
         ngram=CONT_CFG["ngram"],
         batch_bytes=CONT_CFG["batch_kb"] * 1024,
+        read_ahead=lambda wc: CONT_PLAN.read_ahead(wc.corpus, wc.shard),
     log:
         "logs/contamination/scan/{corpus}/lexical/{shard}.log",
     benchmark:
         "benchmarks/contamination/scan/{corpus}/lexical/{shard}.tsv"
     wildcard_constraints:
         corpus=r"[A-Za-z0-9_-]+",
-    threads: 1
+    threads: lambda wc: CONT_PLAN.scan_threads(wc.corpus, wc.shard)
     resources:
         mem_mb=3000,
         gpu=0,

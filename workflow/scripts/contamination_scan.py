@@ -14,7 +14,8 @@ index = ProbeIndex(pd.read_parquet(snakemake.input.probes), n=ng["n"], min_words
 log.info("shard %s: %d pieces, %d bytes on disk", snakemake.wildcards.shard, len(p.shard),
          shard_size(p.shard))
 scanner = Scanner(index, batch_bytes=p.batch_bytes).scan_pieces(
-    p.shard, corpus["format"], corpus["text_field"], corpus["id_field"])
+    p.shard, corpus["format"], corpus["text_field"], corpus["id_field"],
+    read_ahead=p.read_ahead and snakemake.threads > 1)
 stats = dict(scanner.stats(), disk_bytes=shard_size(p.shard), pieces=[list(x) for x in p.shard])
 log.info("scan: %s", stats)
 write_parquet(scanner.table(), snakemake.output.hits)

@@ -188,20 +188,25 @@ class Scanner:
         return self
 
     def scan_pieces(self, shard, fmt: str, text_field: str = "text", id_field: str | None = None,
-                    block: int = jsonl.BLOCK, max_bytes: int | None = None) -> "Scanner":
+                    block: int = jsonl.BLOCK, max_bytes: int | None = None,
+                    read_ahead: bool = False) -> "Scanner":
         """Scan a shard's pieces ``(path, start, end)``. With the compiled engine JSON lines take
         the fused path of :mod:`.jsonl` (raw bytes to folded batches in one kernel, no Python
         object per document) and Parquet string columns that of :mod:`.columnar` (Arrow buffers
         to folded batches); everything else goes through :func:`.corpus.shard_documents` and
         :meth:`scan`. Tables and counts are identical either way. ``max_bytes`` (benchmarks)
-        stops after the block or document in which that many text bytes were scanned."""
+        stops after the block or document in which that many text bytes were scanned.
+        ``read_ahead``: compressed JSON lines are decompressed in a second thread, a block ahead
+        of the scan (:func:`.jsonl._chunks_ahead`; plain files gain nothing from it); same
+        results."""
         if fmt not in ("jsonl", "parquet") or self.kernel is None or not jsonl.available():
             docs = corpus.shard_documents(shard, fmt, text_field, id_field)
             return self.scan(docs if max_bytes is None else _upto(docs, max_bytes))
         for piece in shard:
             piece = tuple(piece)
             if fmt == "jsonl":
-                batches = jsonl.iter_batches(piece, text_field, id_field, block)
+                batches = jsonl.iter_batches(piece, text_field, id_field, block,
+                                             read_ahead and piece[0].endswith(corpus.COMPRESSED))
             elif columnar.string_columns(piece[0], text_field, id_field):
                 batches = columnar.iter_batches(piece, text_field, id_field)
             else:      # (a text column that is not a string column: the error is reported there)

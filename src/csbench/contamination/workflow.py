@@ -6,7 +6,7 @@ and names the inputs and targets of the rules in ``workflow/rules/contamination.
 from __future__ import annotations
 
 from ..config import validate
-from .corpus import expand_paths, plan_shards
+from .corpus import COMPRESSED, expand_paths, plan_shards
 from .items import BENCHMARKS, TASK_TABLES
 
 ROOT = "results/contamination"
@@ -38,6 +38,15 @@ class Plan:
 
     def shard_files(self, corpus: str, kind: str, index) -> list[str]:
         return sorted({p for p, _, _ in self.shard(corpus, kind, index)})
+
+    def read_ahead(self, corpus: str, index) -> bool:
+        """Whether the lexical scan of a shard decompresses in a second thread (``read_ahead``:
+        JSON lines with a compressed piece)."""
+        return (self.cfg["read_ahead"] and self.cfg["corpora"][corpus]["format"] == "jsonl"
+                and any(p.endswith(COMPRESSED) for p in self.shard_files(corpus, "lexical", index)))
+
+    def scan_threads(self, corpus: str, index) -> int:
+        return 2 if self.read_ahead(corpus, index) else 1
 
     def semantic_on(self, corpus: str) -> bool:
         wanted = self.cfg["semantic"]["corpora"]
