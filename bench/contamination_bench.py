@@ -22,7 +22,9 @@
 4. Throughput per file type (plain, .zst, .gz; ``--skip-by-type`` leaves it out), same rounds,
    MB of document text per CPU-second: read + decompress only, read + orjson parse, the
    per-document numba scan, the fused JSON-lines scan (:mod:`csbench.contamination.jsonl`, what
-   the workflow runs) and the pure-Python baseline, with the fused path's same-run ratios.
+   the workflow runs) and the pure-Python baseline, with the fused path's same-run ratios;
+   for .zst and .gz also the fused scan with decompression in a second thread (``read_ahead``,
+   what compressed shards run), per CPU-second and per wall-clock second.
    The correctness part (2.) scans with the fused path and checks that the per-document path
    gives the identical table and counts.
 5. ``--parquet``: the same for Parquet (:func:`parquet_throughput`): pyarrow read + decode, the
@@ -266,7 +268,10 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
     """Throughput per file type (plain, .zst, .gz) in one process, ``--rounds`` alternating
     rounds (median; every round kept), all as MB of document text per CPU-second: reading and
     decompressing only, reading + orjson parsing, the per-document numba scan (ngram), the fused
-    JSON-lines scan (ngram; exact + ngram), and the pure-Python 13-gram set lookup."""
+    JSON-lines scan (ngram; exact + ngram), and the pure-Python 13-gram set lookup. For .zst and
+    .gz also the fused scan with decompression in a second thread (``read_ahead``) per
+    CPU-second of both threads and per wall-clock second, next to reading + decompressing per
+    wall-clock second."""
     limit = int(a.sample_mb * 1e6)
     blimit = int(a.baseline_mb * 1e6)
     kinds = {"plain": files[0], "zst": [f for f in files if f.endswith(".zst")][0],
@@ -295,9 +300,11 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
         for kind, f in kinds.items():
             r = runs[kind]
             d, t = sample[kind]
-            t0 = time.process_time()
+            w0, t0 = time.perf_counter(), time.process_time()
             n = read_bytes(f, d)
             r.setdefault("read_decompress", []).append(n * t / d / 1e6 / (time.process_time() - t0))
+            r.setdefault("read_decompress_wall", []).append(
+                n * t / d / 1e6 / (time.perf_counter() - w0))
             if kind == "gz":        # the standard library's zlib, for comparison with ISA-L
                 t0 = time.process_time()
                 n = 0
@@ -324,6 +331,14 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
                     sc = Scanner(ix).scan_pieces([(f, 0, -1)], "jsonl", "text", "id",
                                                  max_bytes=limit)
                     r.setdefault(name, []).append(sc.bytes / 1e6 / (time.process_time() - t0))
+                if kind != "plain":     # decompression in a second thread: wall clock and CPU
+                    w0, t0 = time.perf_counter(), time.process_time()
+                    sc = Scanner(idx).scan_pieces([(f, 0, -1)], "jsonl", "text", "id",
+                                                  max_bytes=limit, read_ahead=True)
+                    r.setdefault("ngram_fused_read_ahead_wall", []).append(
+                        sc.bytes / 1e6 / (time.perf_counter() - w0))
+                    r.setdefault("ngram_fused_read_ahead", []).append(
+                        sc.bytes / 1e6 / (time.process_time() - t0))
             t0 = time.process_time()
             nb = 0
             for _, text in docs(f, blimit):
@@ -341,6 +356,9 @@ def by_file_type(a, files, idx, idx2, grams, report) -> None:
                          "ngram_per_document_numba", "pure_python_set_lookup"):
                 if base + "_MBps" in med:
                     med[f"ngram_fused_vs_{base}"] = round(fz / med[base + "_MBps"], 2)
+            if "ngram_fused_read_ahead_wall_MBps" in med:    # wall clock against wall clock
+                med["ngram_fused_read_ahead_wall_vs_read_decompress_wall"] = round(
+                    med["ngram_fused_read_ahead_wall_MBps"] / med["read_decompress_wall_MBps"], 2)
         med["sample_text_MB"] = round(sample[kind][1] / 1e6, 1)
         out[kind] = med
         report.setdefault("by_file_type_rounds", {})[kind] = {

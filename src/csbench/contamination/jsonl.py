@@ -566,11 +566,12 @@ def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress):
             while i + 64 <= n:
                 r = _copy64_esc(buf, i, out, o)
                 q = np.int64(r & np.uint64(0xFF))
-                i += q
                 o += np.int64((r >> np.uint64(8)) & np.uint64(0xFF))
                 adj -= np.int64(r >> np.uint64(16))
                 if q < 64:
+                    i += q
                     break
+                i += 64             # (a constant step: the next load waits for no mask)
         else:                       # the hot loop: plain ASCII, 64 bytes at a time (vector)
             while i + 64 <= n:
                 spec = _copy64(buf, i, out, o)  # bytes from the first special on: rewritten
