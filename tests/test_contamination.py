@@ -300,7 +300,8 @@ def test_workflow_plan_on_demo_config(repo, monkeypatch):
     web = plan.shards[("web", "lexical")]
     assert len(web) > 2 and any(start > 0 for s in web for _, start, _ in s)   # byte ranges
     assert plan.methods("web") == ["exact", "ngram"]
-    compressed = [i for i, sh in enumerate(web) if any(p.endswith((".gz", ".zst")) for p, _, _ in sh)]
+    compressed = [i for i, sh in enumerate(web)
+                  if any(p.endswith((".gz", ".zst")) for p, _, _ in sh)]
     assert compressed and len(compressed) < len(web)
     assert [plan.scan_threads("web", i) for i in range(len(web))] == \
         [2 if i in compressed else 1 for i in range(len(web))]

@@ -14,9 +14,11 @@ n-grams never cross a document boundary (the run counter restarts at each docume
 The kernel works in two passes. Pass 1 (:func:`_word_hashes`) classifies 64 bytes at a time with
 one vector compare per byte class (:func:`_word_bits64`: LLVM vector IR, AVX-512 or AVX2 code on
 x86), turns the 64-bit mask into word starts and ends with bit tricks, and hashes each word from
-two unaligned 8-byte loads (no work per byte, no branch per byte). Pass 2 (:func:`_ngram_pass`)
-tests the word hashes against the vocabulary and rolls n-gram hashes inside vocabulary runs.
-On the per-document path :meth:`KernelIndex.scan` runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the
+two unaligned 8-byte loads (no work per byte, no branch per byte); on CPUs with AVX-512 VBMI and
+VBMI2 (:data:`VECTOR`) 16 words of a block at a time, their bytes picked by byte permutes
+(:func:`_word_hashes_vector`). Pass 2 (:func:`_ngram_pass`) tests the word hashes against the
+vocabulary and rolls n-gram hashes inside vocabulary runs. On the per-document path
+:meth:`KernelIndex.scan` runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the
 extraction kernel runs pass 1 on each document as it is copied, and :meth:`KernelIndex.scan_words`
 runs pass 2 only. Either way the hashes are those of the bytes the numpy path sees, so results
 are identical. Pass 1 reads up to ``PAD`` bytes past a document's end (never uses them): buffers

@@ -13,8 +13,9 @@ Benchmark probes (one row per text to look for: ``benchmark, item_id, probe, kin
 Documents are batched into buffers of about ``batch_bytes``; each batch is tokenised and hashed
 with numpy (:mod:`.hashing`), n-grams that cross a document boundary are dropped, and so are
 those with a word that no probe has (:attr:`ProbeIndex.vocab`, a bit table of the probes' word
-hashes); candidates pass a bit-table pre-filter and a binary search, and every surviving hit is verified word by word, so a
-hash collision can never report a false match. Memory depends on the probes and the batch size only.
+hashes); candidates pass a bit-table pre-filter and a binary search, and every surviving hit is
+verified word by word, so a hash collision can never report a false match. Memory depends on
+the probes and the batch size only.
 
 :meth:`Scanner.scan_pieces` (what the workflow runs) takes shard pieces instead of documents: JSON
 lines with the compiled engine go through the fused reader of :mod:`.jsonl` (blocks of raw bytes
