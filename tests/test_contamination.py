@@ -726,15 +726,18 @@ def _pass1(variant: str):
     F = fastscan
     if variant == "vector" and not F.VECTOR:
         pytest.skip("this CPU has no AVX-512 VBMI/VBMI2")
+    if variant == "dispatch":
+        return F._word_hashes
+    p1 = F._pass1
     if variant == "gather":
         import types
 
         import numba
-        f = F._word_hashes_vector.py_func
+        f = F._pass1.py_func
         env = {**f.__globals__, "_hash_lanes": F._make_hash_lanes(False)}
-        return numba.njit(types.FunctionType(f.__code__, env, f.__name__))
-    return {"dispatch": F._word_hashes, "scalar": F._word_hashes_scalar,
-            "vector": F._word_hashes_vector}[variant]
+        p1 = numba.njit(types.FunctionType(f.__code__, env, f.__name__))
+    vector = variant != "scalar"
+    return lambda buf, lo, hi, hw, k: p1(buf, lo, hi, hw, k, vector)
 
 
 @pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")

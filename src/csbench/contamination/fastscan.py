@@ -16,7 +16,7 @@ one vector compare per byte class (:func:`_word_bits64`: LLVM vector IR, AVX-512
 x86), turns the 64-bit mask into word starts and ends with bit tricks, and hashes each word from
 two unaligned 8-byte loads (no work per byte, no branch per byte); on CPUs with AVX-512 VBMI and
 VBMI2 (:data:`VECTOR`) 16 words of a block at a time, their bytes picked by byte permutes
-(:func:`_word_hashes_vector`). Pass 2 (:func:`_ngram_pass`) tests the word hashes against the
+(:func:`_pass1`). Pass 2 (:func:`_ngram_pass`) tests the word hashes against the
 vocabulary and rolls n-gram hashes inside vocabulary runs. On the per-document path
 :meth:`KernelIndex.scan` runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the
 extraction kernel runs pass 1 on each document as it is copied, and :meth:`KernelIndex.scan_words`
@@ -243,74 +243,54 @@ def _word_hash(buf, s, e):
     return h * _SPREAD
 
 
-def _word_hashes_scalar(buf, lo, hi, hw, k):
-    """Pass 1 over ``buf[lo:hi]``, a word at a time: the word hashes go to hw[k:]; returns the
-    new k.
+def _block(buf, base, hi, carry):
+    """The 64-byte block at ``base``: its word-byte mask W (:func:`_word_bits64`, bits past
+    ``hi`` cleared), word starts ``S = B & W`` and ends ``E = B & ~W``, where
+    ``B = W ^ (W << 1 | carry)`` are the transitions (carry: the previous block's last bit)."""
+    one = np.uint64(1)
+    w = _word_bits64(buf, base)
+    if hi - base < 64:
+        w &= (one << np.uint64(hi - base)) - one
+    b = w ^ ((w << one) | carry)
+    return w, b & w, b & ~w
 
-    Per 64-byte block: the word-byte mask W (:func:`_word_bits64`, bits past ``hi`` cleared),
-    its transitions ``B = W ^ (W << 1 | carry)``; starts ``S = B & W`` and ends ``E = B & ~W``
-    alternate, so after the end of a word carried over from the previous block every end pairs
-    with the next start. Reads up to ``PAD`` bytes past ``hi``."""
+
+def _pass1(buf, lo, hi, hw, k, vector):
+    """Pass 1 over ``buf[lo:hi]``: the word hashes go to hw[k:]; returns the new k.
+
+    Per 64-byte block (:func:`_block`) the starts S and ends E alternate, so after the end of
+    a word carried over from the previous block every end pairs with the next start. The word
+    that crosses into the block is hashed on its own (:func:`_word_hash`); the words that
+    start and end inside it are hashed one at a time, or with ``vector`` ``LANES`` at a time by
+    :func:`_hash_lanes` (more than ``LANES`` in a block: again with the first ``LANES`` starts
+    and ends dropped). Reads up to ``PAD`` bytes past ``hi``."""
     one = np.uint64(1)
     carry = np.uint64(0)
     base = lo
     so = lo                                     # start of a word open at a block end
     while base < hi:
-        w = _word_bits64(buf, base)
-        if hi - base < 64:
-            w &= (one << np.uint64(hi - base)) - one
-        b = w ^ ((w << one) | carry)
-        s = b & w
-        e = b & ~w
+        w, s, e = _block(buf, base, hi, carry)
         if carry and e:                         # the end of the carried word
             hw[k] = _word_hash(buf, so, base + _trailing_zeros(e))
             k += 1
             e &= e - one
-        while e:
-            a = base + _trailing_zeros(s)
-            s &= s - one
-            hw[k] = _word_hash(buf, a, base + _trailing_zeros(e))
-            k += 1
-            e &= e - one
-        if s:
-            so = base + _trailing_zeros(s)
-        carry = w >> np.uint64(63)
-        base += 64
-    if carry:
-        hw[k] = _word_hash(buf, so, hi)
-        k += 1
-    return k
-
-
-def _word_hashes_vector(buf, lo, hi, hw, k):
-    """As :func:`_word_hashes_scalar`, with the words that start and end inside a block hashed
-    ``LANES`` at a time by :func:`_hash_lanes` (more than ``LANES`` in a block: again with the
-    first ``LANES`` starts and ends dropped). A word that crosses a block boundary is hashed on
-    its own. Reads up to ``PAD`` bytes past ``hi``."""
-    one = np.uint64(1)
-    carry = np.uint64(0)
-    base = lo
-    so = lo                                     # start of a word open at a block end
-    while base < hi:
-        w = _word_bits64(buf, base)
-        if hi - base < 64:
-            w &= (one << np.uint64(hi - base)) - one
-        b = w ^ ((w << one) | carry)
-        s = b & w
-        e = b & ~w
-        if carry and e:                         # the end of the carried word
-            hw[k] = _word_hash(buf, so, base + _trailing_zeros(e))
-            k += 1
-            e &= e - one
-        c = np.int64(_hash_lanes(buf, base, s, e, hw, k))
-        while c > LANES:                        # (rare: short words)
-            k += LANES
-            c -= LANES
-            for _ in range(LANES):
+        if vector:
+            c = np.int64(_hash_lanes(buf, base, s, e, hw, k))
+            while c > LANES:                    # (rare: short words)
+                k += LANES
+                c -= LANES
+                for _ in range(LANES):
+                    s &= s - one
+                    e &= e - one
+                _hash_lanes(buf, base, s, e, hw, k)
+            k += c
+        else:
+            while e:
+                a = base + _trailing_zeros(s)
                 s &= s - one
+                hw[k] = _word_hash(buf, a, base + _trailing_zeros(e))
+                k += 1
                 e &= e - one
-            _hash_lanes(buf, base, s, e, hw, k)
-        k += c
         carry = w >> np.uint64(63)
         if carry and s:                         # the last start opens a word
             so = base + 63 - np.int64(_leading_zeros(s))
@@ -322,12 +302,9 @@ def _word_hashes_vector(buf, lo, hi, hw, k):
 
 
 def _word_hashes(buf, lo, hi, hw, k):
-    """Pass 1 over ``buf[lo:hi]``: the word hashes go to hw[k:]; returns the new k. The vector
-    pass where the CPU has it (:data:`VECTOR`, fixed when the code is compiled), else the
-    scalar one; both give the same hashes. Reads up to ``PAD`` bytes past ``hi``."""
-    if VECTOR:
-        return _word_hashes_vector(buf, lo, hi, hw, k)
-    return _word_hashes_scalar(buf, lo, hi, hw, k)
+    """Pass 1 over ``buf[lo:hi]`` (:func:`_pass1`), by vectors where the CPU has them
+    (:data:`VECTOR`, fixed when the code is compiled); both give the same hashes."""
+    return _pass1(buf, lo, hi, hw, k, VECTOR)
 
 
 def _rotl(x, r):
@@ -438,8 +415,8 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, voca
 
 if numba is not None:
     _word_hash = numba.njit(cache=True, nogil=True, inline="always")(_word_hash)
-    _word_hashes_scalar = numba.njit(cache=True, nogil=True)(_word_hashes_scalar)
-    _word_hashes_vector = numba.njit(cache=True, nogil=True)(_word_hashes_vector)
+    _block = numba.njit(cache=True, nogil=True, inline="always")(_block)
+    _pass1 = numba.njit(cache=True, nogil=True)(_pass1)
     _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
     _rotl = numba.njit(cache=True, nogil=True, inline="always")(_rotl)
     _ngram_pass = numba.njit(cache=True, nogil=True)(_ngram_pass)
