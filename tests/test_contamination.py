@@ -469,6 +469,47 @@ def test_fold_table_matches_normalise_bytes(tmp_path):
 
 
 @needs_kernel
+def test_runs_with_context_dependent_characters_fold_whole_in_the_kernel(tmp_path, monkeypatch):
+    """Runs that hold characters that are not context-free (combining marks, Devanagari vowel
+    signs, Hangul jamo, final sigma, code points above the table; raw or as \\u escapes and
+    surrogate pairs) are folded whole from the run cache: the documents equal
+    ``normalise_bytes``, no line is left to the Python path once the runs are cached, a tiny
+    cache that fills up hands the rest to Python (same documents), and a run longer than the
+    scratch buffer falls back too."""
+    T = jsonl.tables()
+    rng = np.random.default_rng(5)
+    hard = [c for c in "\u0301\u0308\u0327\u093e\u094d\u0947\u03a3\u1100\u1161\u11a8\u3131"
+            "\U0001D6BA\U00020000\U0001F3FB" if ord(c) >= len(T.ok) or not T.ok[ord(c)]]
+    easy = list("eaoEAOéÉñΑΟΣσςकखगनमसहयрдЖ中한ﬁ½😀")
+    texts = ["नमस्ते भारत हिन्दी", "ΟΔΟΣ ΟΔΟΣ. Σ", "e\u0301 E\u0301 e\u0301\u0327", "\u1100\u1161\u11a8"]
+    for _ in range(2500):
+        m = int(rng.integers(1, 14))
+        pick = rng.random(m)
+        texts.append("".join(str(rng.choice(hard)) if r < 0.25 else str(rng.choice(easy))
+                             if r < 0.75 else " " if r < 0.9 else chr(int(rng.integers(33, 127)))
+                             for r in pick))
+    p = tmp_path / "h.jsonl"
+    with open(p, "w", encoding="utf-8") as fh:
+        for i, t in enumerate(texts):
+            fh.write(json.dumps({"text": t}, ensure_ascii=bool(i % 2)) + "\n")
+    want = [H.normalise_bytes(t.encode()) for t in texts]
+    monkeypatch.setattr(jsonl, "_RUNS", [])                      # a fresh cache
+    for block in (1 << 10, 1 << 16):
+        got, fallbacks = _fused_docs((str(p), 0, -1), block=block)
+        assert [b for _, b in got] == want
+    got, fallbacks = _fused_docs((str(p), 0, -1), block=1 << 16)   # all runs cached now
+    assert fallbacks == 0 and [b for _, b in got] == want
+    monkeypatch.setattr(jsonl, "_RUNS", [jsonl.RunCache(4)])
+    monkeypatch.setattr(jsonl.RunCache, "MAX_RUNS", 3)            # full after 3 runs
+    got, fallbacks = _fused_docs((str(p), 0, -1), block=1 << 16)
+    assert fallbacks > 100 and [b for _, b in got] == want
+    long = "क\u093e" * 3000                                     # 15 KB run: Python folds it
+    p.write_text(json.dumps({"text": long}, ensure_ascii=False) + "\n", encoding="utf-8")
+    got, fallbacks = _fused_docs((str(p), 0, -1), block=1 << 16)
+    assert fallbacks == 1 and got[0][1] == H.normalise_bytes(long.encode())
+
+
+@needs_kernel
 def test_fold_table_marks_after_a_starter():
     """Characters whose folding ends in combining marks (spacing accents, dotted capital I,
     ...) are context-free: per-character folding equals run folding for every pair of them

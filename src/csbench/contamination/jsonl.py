@@ -556,61 +556,176 @@ def _skip_value(buf, i, n, cls, stack):
             return -1
 
 
-def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress):
+def _run_goes_on(buf, i, n):
+    """True when the string character at i is non-ASCII (a UTF-8 lead byte or an escape of a
+    code point >= 0x80): it continues a non-ASCII run."""
+    if i >= n:
+        return False
+    c = buf[i]
+    if c >= 0x80:
+        return True
+    if c == 92 and i + 1 < n and buf[i + 1] == 117:
+        cp, _ = _escape(buf, i, n)
+        return cp >= 0x80
+    return False
+
+
+def _run_hash(a, lo, m):
+    """Hash of a[lo:lo + m] (8 bytes at a time, then byte by byte), never 0 (0 marks an empty
+    slot of the run cache)."""
+    h = np.uint64(0xCBF29CE484222325) ^ np.uint64(m)
+    q = 0
+    while q + 8 <= m:
+        h = (h ^ _load8(a, lo + q)) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+        q += 8
+    while q < m:
+        h = (h ^ np.uint64(a[lo + q])) * np.uint64(0x100000001B3)
+        q += 1
+    h ^= h >> np.uint64(32)
+    return h | np.uint64(1)
+
+
+def _utf8_into(buf, a, b, n, scratch):
+    """The UTF-8 of the string content ``buf[a:b]`` (UTF-8 and escapes) into scratch; returns
+    its length, -1 if longer than scratch."""
+    m = 0
+    while a < b:
+        if buf[a] == 92:
+            cp, a = _escape(buf, a, n)
+        else:
+            cp, ln = _utf8(buf, a, n)
+            a += ln
+        if m + 4 > scratch.shape[0]:
+            return -1
+        if cp < 0x800:
+            scratch[m] = 0xC0 | (cp >> 6)
+            scratch[m + 1] = 0x80 | (cp & 0x3F)
+            m += 2
+        elif cp < 0x10000:
+            scratch[m] = 0xE0 | (cp >> 12)
+            scratch[m + 1] = 0x80 | ((cp >> 6) & 0x3F)
+            scratch[m + 2] = 0x80 | (cp & 0x3F)
+            m += 3
+        else:
+            scratch[m] = 0xF0 | (cp >> 18)
+            scratch[m + 1] = 0x80 | ((cp >> 12) & 0x3F)
+            scratch[m + 2] = 0x80 | ((cp >> 6) & 0x3F)
+            scratch[m + 3] = 0x80 | (cp & 0x3F)
+            m += 4
+    return m
+
+
+def _close_run(src, a, m, out, run_o, keys, meta, pool):
+    """A non-ASCII run whose per-character output began at out[run_o] ends and holds a
+    character that is not context-free: its UTF-8, ``src[a:a + m]``, is looked up in the run
+    cache and its folding written from ``run_o``. Returns the new output position, -1 when the
+    run is not cached, -2 when there is no room in ``out``. The arrays are those of
+    :meth:`RunCache.arrays` (as few as will do: each array argument costs, measured)."""
+    h = _run_hash(src, a, m)
+    mask = np.uint64(keys.shape[0] - 1)
+    j = h & mask
+    while keys[j] != 0:
+        if keys[j] == h and meta[j, 1] == m:
+            r = meta[j, 0]
+            q = 0
+            while q + 8 <= m and _load8(pool, r + q) == _load8(src, a + q):
+                q += 8
+            while q < m and pool[r + q] == src[a + q]:
+                q += 1
+            if q == m:
+                f = meta[j, 2]
+                fn = meta[j, 3]
+                if run_o + fn + 64 + F.PAD > out.shape[0]:
+                    return -2
+                for q in range(fn):
+                    out[run_o + q] = pool[f + q]
+                return run_o + fn
+        j = (j + np.uint64(1)) & mask
+    return -1
+
+
+def _record_miss(src, a, m, mbuf, miss):
+    """Record the run ``src[a:a + m]`` as missing from the run cache, if there is room (run q
+    is ``mbuf[miss[2 + q]:miss[3 + q]]``; ``miss[0]`` runs, ``miss[1]`` bytes)."""
+    c = miss[0]
+    u = miss[1]
+    if c + 3 < miss.shape[0] and u + m <= mbuf.shape[0]:
+        for q in range(m):
+            mbuf[u + q] = src[a + q]
+        miss[2 + c] = u
+        miss[3 + c] = u + m
+        miss[0] = c + 1
+        miss[1] = u + m
+
+
+def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress, runs):
     """Copy the string content at i into out[o:], unescaped and folded; returns (index after
     the closing quote, new o, UTF-8 length of the unfolded text), index -1 for a fallback.
-    ``compress``: take one-character escapes in the vector loop (:func:`_copy64_esc`)."""
+    ``compress``: take one-character escapes in the vector loop (:func:`_copy64_esc`).
+    Non-ASCII characters are folded one by one from the table; a maximal run of them that
+    holds one that is not context-free is folded whole from the run cache (``runs``,
+    :func:`_close_run`); a run missing there is recorded and makes the line a fallback."""
     adj = -1 - i                  # UTF-8 length = bytes consumed + adj (escapes adjust adj)
+    keys, meta, rpool, scratch, mbuf, miss = runs
+    run_i = -1                    # input index where the open non-ASCII run starts (-1: none)
+    run_o = 0                     # its output position
+    run_esc = False               # it holds an escaped character
+    cplx = False                  # it holds a character that is not context-free
+    lost = False                  # a run of this text is missing from the run cache
     while True:
-        if compress:                # the hot loop: 64 bytes at a time (vector), escapes too
-            while i + 64 <= n:
-                r = _copy64_esc(buf, i, out, o)
-                q = np.int64(r & np.uint64(0xFF))
-                o += np.int64((r >> np.uint64(8)) & np.uint64(0xFF))
-                adj -= np.int64(r >> np.uint64(16))
-                if q < 64:
-                    i += q
-                    break
-                i += 64             # (a constant step: the next load waits for no mask)
-        else:                       # the hot loop: plain ASCII, 64 bytes at a time (vector)
-            while i + 64 <= n:
-                spec = _copy64(buf, i, out, o)  # bytes from the first special on: rewritten
+        if i >= n or buf[i] < 0x80:     # (at a non-ASCII character: straight to it)
+            if compress:                # the hot loop: 64 bytes at a time (vector), escapes too
+                while i + 64 <= n:
+                    r = _copy64_esc(buf, i, out, o)
+                    q = np.int64(r & np.uint64(0xFF))
+                    o += np.int64((r >> np.uint64(8)) & np.uint64(0xFF))
+                    adj -= np.int64(r >> np.uint64(16))
+                    if q < 64:
+                        i += q
+                        break
+                    i += 64             # (a constant step: the next load waits for no mask)
+            else:                       # the hot loop: plain ASCII, 64 bytes at a time (vector)
+                while i + 64 <= n:
+                    spec = _copy64(buf, i, out, o)  # bytes from the first special on: rewritten
+                    if spec != 0:
+                        q = _trailing_zeros(spec)
+                        i += q
+                        o += q
+                        break
+                    i += 64
+                    o += 64
+            while i + 8 <= n:           # the last 63 bytes, 8 at a time (SWAR)
+                x = _load8(buf, i)
+                xq = x ^ _QUOTES
+                xb = x ^ _BACKSLASHES
+                # high bit of a byte: '"', '\\', < 0x20 or >= 0x80 (exact for the lowest one)
+                spec = (((xq - _ONES) & ~xq) | ((xb - _ONES) & ~xb) | ((x - _SPACES) & ~x)
+                        | x) & _HIGH
+                up = (x + _ABOVE_A) & ~(x + _ABOVE_Z) & _HIGH      # 'A'..'Z' (below a special)
+                _store8(out, o, x | (up >> _TWO))  # bytes from the first special on: rewritten
                 if spec != 0:
-                    q = _trailing_zeros(spec)
+                    q = _trailing_zeros(spec) >> 3
                     i += q
                     o += q
                     break
-                i += 64
-                o += 64
-        while i + 8 <= n:           # the last 63 bytes, 8 at a time (SWAR)
-            x = _load8(buf, i)
-            xq = x ^ _QUOTES
-            xb = x ^ _BACKSLASHES
-            # high bit of a byte: '"', '\\', < 0x20 or >= 0x80 (exact for the lowest one)
-            spec = (((xq - _ONES) & ~xq) | ((xb - _ONES) & ~xb) | ((x - _SPACES) & ~x)
-                    | x) & _HIGH
-            up = (x + _ABOVE_A) & ~(x + _ABOVE_Z) & _HIGH      # 'A'..'Z' (below a special)
-            _store8(out, o, x | (up >> _TWO))  # bytes from the first special on: rewritten
-            if spec != 0:
-                q = _trailing_zeros(spec) >> 3
-                i += q
-                o += q
-                break
-            i += 8
-            o += 8
-        else:
-            while i < n:                            # the last bytes, one by one
-                c = buf[i]
-                if cls[c] != 0:
-                    break
-                out[o] = lower[c]
-                o += 1
-                i += 1
+                i += 8
+                o += 8
+            else:
+                while i < n:                            # the last bytes, one by one
+                    c = buf[i]
+                    if cls[c] != 0:
+                        break
+                    out[o] = lower[c]
+                    o += 1
+                    i += 1
         if i >= n:
             return -1, o, 0
         c = buf[i]
         k = cls[c]
         if k == 1:
+            if lost:
+                return -1, o, 0
             return i + 1, o, i + 1 + adj
         if k == 3:
             return -1, o, 0
@@ -631,16 +746,50 @@ def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress):
                 adj -= i - j - 1
                 continue
             adj -= i - j - (2 if cp < 0x800 else (3 if cp < 0x10000 else 4))
-        else:
-            cp, ln = _utf8(buf, i, n)
-            if ln == 0:
-                return -1, o, 0
-            i += ln
-        if cp >= ok.shape[0] or ok[cp] == 0:
-            return -1, o, 0
-        for q in range(off[cp], off[cp + 1]):
-            out[o] = pool[q]
-            o += 1
+            if run_i < 0:               # an escaped non-ASCII character
+                run_i = j
+                run_o = o
+            run_esc = True
+            if cp >= ok.shape[0] or ok[cp] == 0:
+                cplx = True
+            else:
+                for q in range(off[cp], off[cp + 1]):
+                    out[o] = pool[q]
+                    o += 1
+        else:                           # UTF-8: the characters up to the next ASCII byte
+            if run_i < 0:
+                run_i = i
+                run_o = o
+            while i < n and buf[i] >= 0x80:
+                cp, ln = _utf8(buf, i, n)
+                if ln == 0:
+                    return -1, o, 0
+                i += ln
+                if cp >= ok.shape[0] or ok[cp] == 0:
+                    cplx = True         # (the run is folded whole when it ends)
+                else:
+                    for q in range(off[cp], off[cp + 1]):
+                        out[o] = pool[q]
+                        o += 1
+        if i >= n or (buf[i] < 0x80 and (buf[i] != 92 or not _run_goes_on(buf, i, n))):
+            # the run ends (the test of a \u escape is out of line: rare)
+            if cplx:
+                if run_esc:             # its UTF-8, unescaped
+                    src = scratch
+                    a = 0
+                    m = _utf8_into(buf, run_i, i, n, scratch)
+                else:                   # its UTF-8: the input bytes
+                    src = buf
+                    a = run_i
+                    m = i - run_i
+                r = -2 if m < 0 else _close_run(src, a, m, out, run_o, keys, meta, rpool)
+                if r == -1:
+                    _record_miss(src, a, m, mbuf, miss)
+                lost = lost or r < 0
+                o = max(r, run_o)
+            run_i = -1
+            run_esc = False
+            cplx = False
 
 
 def _key_is(buf, a, b, key):
@@ -653,7 +802,7 @@ def _key_is(buf, a, b, key):
 
 
 def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack, out,
-            o, res, hw, kw, compress):
+            o, res, hw, kw, compress, runs):
     """One line's object at i: res = [end, doc lo, doc hi, raw length, id lo, id hi, first
     word, end word]; returns the new output position and word count (both unchanged for a
     fallback, with res[0] = -1)."""
@@ -689,7 +838,8 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
                 o += 1
             res[1] = o
             res[6] = kw
-            i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, esc, ok, off, pool, compress)
+            i, o, raw = _text(buf, i + 1, n, out, o, cls, lower, esc, ok, off, pool, compress,
+                              runs)
             if i < 0:
                 return o0, k0
             kw = F._word_hashes(out, res[1], o, hw, kw)   # while its bytes are in cache
@@ -748,7 +898,7 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
 
 
 def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, pool, out, ls, st,
-             dlo, dhi, draw, ilo, ihi, stack, hw, wlo, whi, compress):
+             dlo, dhi, draw, ilo, ihi, stack, hw, wlo, whi, compress, runs):
     """All lines of ``buf`` (whole lines; the last one may lack its newline): per line its
     start ``ls`` (plus ``ls[lines] = len(buf)``), status ``st`` (0 document, 1 blank,
     2 fallback), document range in ``out``, UTF-8 length of the text, id span and range of its
@@ -775,7 +925,7 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
             nl += 1
             continue
         o, k = _object(buf, p, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool, stack,
-                       out, o, res, hw, k, compress)
+                       out, o, res, hw, k, compress, runs)
         e = res[0]
         if e >= 0:
             st[nl] = 0
@@ -798,11 +948,109 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
 
 
 _JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_plain_string", "_number", "_literal",
-        "_member_key", "_skip_value", "_text", "_key_is", "_object", "_extract")
+        "_member_key", "_skip_value", "_run_goes_on", "_run_hash", "_utf8_into", "_close_run", "_record_miss",
+        "_text", "_key_is",
+        "_object", "_extract")
 if numba is not None:
     for _name in _JIT:
         globals()[_name] = numba.njit(cache=True, nogil=True)(globals()[_name])
 _STATE: dict[str, bool] = {}
+
+
+# -- the run cache ---------------------------------------------------------------------------
+
+class RunCache:
+    """Foldings of whole non-ASCII runs that hold a character that is not context-free (say a
+    Devanagari word with its vowel signs), for the kernel (:func:`_close_run`): an open-addressing
+    table of hashes of the runs' UTF-8 (``keys``; 0: empty; half full at most), and per slot
+    (``meta``) the offset and length of the run's UTF-8 and of its folding
+    (:func:`.hashing.fold_run_uncached`, exactly what ``normalise_bytes`` gives the run) in one
+    byte pool. One per process, shared by all batches; it stops growing at ``MAX_RUNS`` runs
+    (later missing runs send their lines to the Python path). The kernel records the runs it
+    misses in ``mbuf``/``miss`` (:meth:`take_missed`)."""
+
+    MAX_RUNS = 1 << 20
+
+    def __init__(self, slots: int = 1 << 12):
+        self.n = 0
+        self.keys = np.zeros(slots, dtype=np.uint64)
+        self.meta = np.zeros((slots, 4), dtype=np.int64)
+        self.pool = np.zeros(1 << 16, dtype=np.uint8)
+        self.used = 0
+        self.scratch = np.zeros(1 << 12, dtype=np.uint8)   # the longest escaped run folded
+        self.mbuf = np.zeros(1 << 20, dtype=np.uint8)       # runs the kernel missed
+        self.miss = np.zeros(2 + (1 << 14), dtype=np.int64)  # count, bytes, offsets
+
+    def arrays(self) -> tuple:
+        return self.keys, self.meta, self.pool, self.scratch, self.mbuf, self.miss
+
+    def take_missed(self) -> list[bytes]:
+        """The runs the kernel recorded as missing since the last call (then forgotten)."""
+        c = int(self.miss[0])
+        lo = self.miss[2:3 + c].tolist()
+        self.miss[:2] = 0
+        return [self.mbuf[lo[q]:lo[q + 1]].tobytes() for q in range(c)]
+
+    def add(self, raw: bytes) -> bool:
+        """Cache the folding of run ``raw``; False when the cache is full."""
+        if self.n >= self.MAX_RUNS:
+            return False
+        h = int(_run_hash(np.frombuffer(raw, dtype=np.uint8), 0, len(raw)))
+        if self._find(h, raw) >= 0:
+            return True
+        if 2 * (self.n + 1) > len(self.keys):
+            self._grow()
+        fold = H.fold_run_uncached(raw)
+        j = self._slot(h)
+        self.keys[j] = h
+        self.meta[j] = (self._put(raw), len(raw), self._put(fold), len(fold))
+        self.n += 1
+        return True
+
+    def _slot(self, h: int) -> int:
+        mask = len(self.keys) - 1
+        j = h & mask
+        while self.keys[j] != 0:
+            j = (j + 1) & mask
+        return j
+
+    def _find(self, h: int, raw: bytes) -> int:
+        mask = len(self.keys) - 1
+        j = h & mask
+        while self.keys[j] != 0:
+            a, m = int(self.meta[j, 0]), int(self.meta[j, 1])
+            if int(self.keys[j]) == h and m == len(raw) and self.pool[a:a + m].tobytes() == raw:
+                return j
+            j = (j + 1) & mask
+        return -1
+
+    def _put(self, data: bytes) -> int:
+        if self.used + len(data) > len(self.pool):
+            self.pool = np.concatenate((self.pool, np.zeros(max(len(self.pool), len(data)),
+                                                            np.uint8)))
+        at = self.used
+        self.pool[at:at + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.used += len(data)
+        return at
+
+    def _grow(self) -> None:
+        keys, meta = self.keys, self.meta
+        self.keys = np.zeros(2 * len(keys), dtype=np.uint64)
+        self.meta = np.zeros((2 * len(keys), 4), dtype=np.int64)
+        for j in np.flatnonzero(keys).tolist():
+            k = self._slot(int(keys[j]))
+            self.keys[k] = keys[j]
+            self.meta[k] = meta[j]
+
+
+_RUNS: list[RunCache] = []
+
+
+def run_cache() -> RunCache:
+    """This process's run cache."""
+    if not _RUNS:
+        _RUNS.append(RunCache())
+    return _RUNS[0]
 
 
 # -- the reader ------------------------------------------------------------------------------
@@ -958,6 +1206,8 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
     key_id = np.frombuffer((id_field or "").encode("utf-8"), dtype=np.uint8)
     stack = np.empty(MAX_DEPTH, dtype=np.uint8)
     A = _Arrays()
+    B = _Arrays()                                   # (lines extracted again)
+    R = run_cache()
     lineno: int | None = 0 if start <= 0 else None
     chunks = _chunks_ahead if read_ahead else _chunks
     for base, chunk, size in chunks(path, start, end, block):
@@ -968,7 +1218,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             nl, used, nw = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC,
                                     _BLANK, T.ok, T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi,
                                     A.draw, A.ilo, A.ihi, stack, A.hw, A.wlo, A.whi,
-                                    _COMPRESS)
+                                    _COMPRESS, R.arrays())
             if nl >= 0:
                 break
             A.ensure(size, chunk.count(b"\n", 0, size) + 1, T.max_expand)   # more lines: again
@@ -981,10 +1231,23 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         hw = A.hw
         fb_ids: dict[int, str] = {}
         fb = np.flatnonzero(st == 2)
+        again = {}
+        missed = R.take_missed()
+        if len(fb) and missed:          # runs the cache lacked: fold them, extract again
+            for run in set(missed):
+                R.add(run)
+            again = _extract_again(chunk, A.ls, fb, B, key_text, key_id, id_field, T, stack, R)
         if len(fb):
             where = np.searchsorted(lines, fb)
             keep = np.ones(len(lines), dtype=bool)
             for li, k in zip(fb.tolist(), where.tolist()):
+                if li in again:
+                    folded, raw, did = again[li]
+                    if did is not None:
+                        fb_ids[li] = did
+                    nbytes += raw
+                    out, used, hw, nw = append_doc(folded, out, used, hw, nw, k, lo, hi, wlo, whi)
+                    continue
                 a, b = int(A.ls[li]), int(A.ls[li + 1])
                 doc = C.parse_line(path, base + a, None if lineno is None else lineno + li + 1,
                                    bytes(chunk[a:b]), text_field, id_field)
@@ -1012,17 +1275,46 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             def doc_id(d, ls=ls, base=base):
                 return f"{path}@{base + int(ls[d])}"
         seconds = time.process_time() - t0
-        yield Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb), hw[:nw], wlo, whi)
+        yield Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb) - len(again), hw[:nw],
+                    wlo, whi)
         if lineno is not None:
             lineno += nl
 
 
+def _extract_again(chunk, ls, fb, B, key_text, key_id, id_field, T, stack, R) -> dict:
+    """The fallback lines ``fb`` of a block extracted again (after the runs they missed were
+    added to the run cache): {line: (folded text, UTF-8 length, id or None)} for those that
+    now pass; the others stay fallback lines."""
+    spans = [(int(ls[li]), int(ls[li + 1])) for li in fb.tolist()]
+    sub = b"".join(bytes(chunk[a:b]) if chunk[b - 1:b] == b"\n" else bytes(chunk[a:b]) + b"\n"
+                   for a, b in spans)
+    arr = np.frombuffer(sub, dtype=np.uint8)
+    B.ensure(len(sub), len(spans) + 1, T.max_expand)
+    nl, _, _ = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC, _BLANK, T.ok,
+                        T.off, T.pool, B.out, B.ls, B.st, B.dlo, B.dhi, B.draw, B.ilo, B.ihi,
+                        stack, B.hw, B.wlo, B.whi, _COMPRESS, R.arrays())
+    R.take_missed()                 # (still missing: the cache is full; Python folds them)
+    got = {}
+    if nl != len(spans):            # (cannot happen: one line per span)
+        return got
+    for j, li in enumerate(fb.tolist()):
+        if B.st[j] == 0:
+            did = sub[B.ilo[j]:B.ihi[j]].decode("utf-8") if id_field else None
+            got[li] = (B.out[B.dlo[j]:B.dhi[j]].tobytes(), int(B.draw[j]), did)
+    return got
+
+
 def append_folded(text: bytes, out, used, hw, nw, d, lo, hi, wlo, whi):
     """Append document d, folded in Python (:func:`.hashing.normalise_bytes`), to a batch's
-    output buffer after a newline, and its word hashes to ``hw``; record its ranges in
-    lo/hi/wlo/whi[d]. Buffers grow when needed (keeping ``F.PAD`` bytes of room); returns
-    (out, used, hw, nw)."""
-    t = b"\n" + H.normalise_bytes(text)
+    output buffer: :func:`append_doc`."""
+    return append_doc(H.normalise_bytes(text), out, used, hw, nw, d, lo, hi, wlo, whi)
+
+
+def append_doc(folded: bytes, out, used, hw, nw, d, lo, hi, wlo, whi):
+    """Append document d, folded already, to a batch's output buffer after a newline, and its
+    word hashes to ``hw``; record its ranges in lo/hi/wlo/whi[d]. Buffers grow when needed
+    (keeping ``F.PAD`` bytes of room); returns (out, used, hw, nw)."""
+    t = b"\n" + folded
     if used + len(t) + F.PAD > len(out):
         out = np.concatenate((out[:used], np.zeros(len(t) + len(out) + F.PAD, np.uint8)))
     out[used:used + len(t)] = np.frombuffer(t, dtype=np.uint8)
@@ -1058,7 +1350,7 @@ def available() -> bool:
                                     False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out,
                                     A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
                                     np.empty(MAX_DEPTH, np.uint8), A.hw, A.wlo, A.whi,
-                                    _COMPRESS)
+                                    _COMPRESS, RunCache(16).arrays())
             ok = (nl == 2 and A.out[:used].tobytes() == "aé".encode()
                   and A.hw[:nw].tolist() == H.tokenise("aé".encode())[2].tolist())
         except Exception as exc:  # noqa: BLE001 - fall back on any compile/run failure
