@@ -56,8 +56,13 @@ else:  # (the kernel only runs compiled; this keeps the module importable)
         return np.uint64(sum(1 << j for j, c in enumerate(seg.tolist()) if c >= 0x80))
 
 
-def _fold_doc(data, a, b, out, o, lower, ok, off, pool):
-    """Fold ``data[a:b]`` into out[o:]; returns the new o, or -1 for a fallback."""
+def _fold_doc(data, a, b, out, o, lower, ok, off, pool, keys, meta, rpool, mbuf, miss):
+    """Fold ``data[a:b]`` into out[o:]; returns the new o, or -1 for a fallback (invalid UTF-8,
+    or a run missing from the run cache: recorded, see :func:`.jsonl._close_run`). Non-ASCII
+    characters are folded one by one from the table; a maximal run of them that holds one that
+    is not context-free is folded whole from the run cache (``keys`` ... ``miss``:
+    :meth:`.jsonl.RunCache.arrays`)."""
+    lost = False
     j = a
     while j < b:
         while j + 64 <= b:                  # plain ASCII, 64 bytes at a time
@@ -75,21 +80,35 @@ def _fold_doc(data, a, b, out, o, lower, ok, off, pool):
             j += 1
         if j >= b:
             break
-        cp, ln = J._utf8(data, j, b)
-        if ln == 0 or cp >= ok.shape[0] or ok[cp] == 0:
-            return -1
-        j += ln
-        for q in range(off[cp], off[cp + 1]):
-            out[o] = pool[q]
-            o += 1
-    return o
+        run_j = j                           # a run of non-ASCII characters
+        run_o = o
+        cplx = False
+        while j < b and data[j] >= 0x80:
+            cp, ln = J._utf8(data, j, b)
+            if ln == 0:
+                return -1
+            j += ln
+            if cp >= ok.shape[0] or ok[cp] == 0:
+                cplx = True                 # (the run is folded whole)
+            else:
+                for q in range(off[cp], off[cp + 1]):
+                    out[o] = pool[q]
+                    o += 1
+        if cplx:
+            r = J._close_run(data, run_j, j - run_j, out, run_o, keys, meta, rpool)
+            if r == -1:
+                J._record_miss(data, run_j, j - run_j, mbuf, miss)
+            lost = lost or r < 0
+            o = max(r, run_o)
+    return -1 if lost else o
 
 
-def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, off, pool):
+def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, off, pool, runs):
     """All documents of a string column: document i is ``data[offs[i]:offs[i + 1]]`` (null
     where ``valid[i]`` is 0). Per document its status ``st`` (0 folded, 1 null, 2 fallback),
     its range in ``out`` (documents separated by a newline) and of its word hashes in ``hw``.
     Returns (bytes used in out, words in hw)."""
+    keys, meta, rpool, _, mbuf, miss = runs
     o = 0
     k = 0
     for i in range(offs.shape[0] - 1):
@@ -100,7 +119,8 @@ def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, of
         if o > 0:
             out[o] = 10
             s = o + 1
-        e = _fold_doc(data, offs[i], offs[i + 1], out, s, lower, ok, off, pool)
+        e = _fold_doc(data, offs[i], offs[i + 1], out, s, lower, ok, off, pool, keys, meta, rpool,
+                      mbuf, miss)
         if e < 0:
             st[i] = 2
             continue
@@ -117,6 +137,23 @@ def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, of
 if numba is not None:
     _fold_doc = numba.njit(cache=True, nogil=True)(_fold_doc)
     _fold_docs = numba.njit(cache=True, nogil=True)(_fold_docs)
+
+
+def _fold_again(data, offs, fb, T, R) -> dict:
+    """The fallback documents ``fb`` folded again (after the runs they missed were added to the
+    run cache): {row: folded bytes} for those that now pass."""
+    got = {}
+    runs = R.arrays()
+    keys, meta, rpool, _, mbuf, miss = runs
+    for i in fb.tolist():
+        a, b = int(offs[i]), int(offs[i + 1])
+        tmp = np.empty((b - a) * T.max_expand + 64 + F.PAD, dtype=np.uint8)
+        e = _fold_doc(data, a, b, tmp, 0, J._LOWER, T.ok, T.off, T.pool, keys, meta, rpool, mbuf,
+                      miss)
+        if e >= 0:
+            got[i] = tmp[:e].tobytes()
+    R.take_missed()                 # (still missing: the cache is full; Python folds them)
+    return got
 
 
 def _column(batch, i):
@@ -182,6 +219,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
     if missing:
         raise InputError(path, f"missing column(s) {', '.join(missing)}")
     A = J._Arrays()
+    R = J.run_cache()
     row = 0
     for batch in _slices(pf.iter_batches(columns=cols, batch_size=rows), block):
         t0 = time.process_time()
@@ -190,18 +228,28 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         A.ensure(int(offs[-1] - offs[0]) + n + 1, n, T.max_expand)     # (this slice's text)
         st = A.st[:n]
         used, nw = _fold_docs(data, offs, valid, A.out, st, A.dlo, A.dhi, A.hw, A.wlo, A.whi,
-                              J._LOWER, T.ok, T.off, T.pool)
+                              J._LOWER, T.ok, T.off, T.pool, R.arrays())
         docs = np.flatnonzero(st != 1)
         lo, hi = A.dlo[docs], A.dhi[docs]
         wlo, whi = A.wlo[docs], A.whi[docs]
         nbytes = int((offs[1:] - offs[:-1])[st == 0].sum())
         out, hw = A.out, A.hw
         fb = np.flatnonzero(st == 2)
+        again = {}
+        missed = R.take_missed()
+        if len(fb) and missed:          # runs the cache lacked: fold them, fold the docs again
+            for run in set(missed):
+                R.add(run)
+            again = _fold_again(data, offs, fb, T, R)
         if len(fb):
             texts = batch.column(0)
             for i, d in zip(fb.tolist(), np.searchsorted(docs, fb).tolist()):
+                nbytes += int(offs[i + 1] - offs[i])
+                if i in again:
+                    out, used, hw, nw = J.append_doc(again[i], out, used, hw, nw, d, lo, hi, wlo,
+                                                     whi)
+                    continue
                 raw = texts[i].as_py().encode("utf-8")
-                nbytes += len(raw)
                 out, used, hw, nw = J.append_folded(raw, out, used, hw, nw, d, lo, hi, wlo, whi)
         if id_field:
             ids = batch.column(1)
@@ -212,5 +260,6 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             def doc_id(d, docs=docs, row=row):
                 return f"{path}#{row + int(docs[d])}"
         seconds = time.process_time() - t0
-        yield J.Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb), hw[:nw], wlo, whi)
+        yield J.Batch(out[:used], lo, hi, nbytes, seconds, doc_id, len(fb) - len(again), hw[:nw],
+                      wlo, whi)
         row += n
