@@ -39,7 +39,8 @@ BOM, depth beyond ``MAX_DEPTH``, a number literal over 1000 characters), escaped
 invalid key names, a duplicate text or id key, a text value that is not a string, lone surrogate
 escapes, invalid UTF-8, an id value other than a plain string without escapes or an integer
 literal of at most 18 digits that ``str(int(...))`` gives back (``-0`` is not), a missing text or
-id field, and text with a character that is not context-free (below).
+id field, and text with a run (below) missing from a full run cache, or one that needs escapes
+and is longer than 4 KB.
 
 **The folding table** (:func:`tables`, built once per process, ~0.3 s). ``normalise_bytes`` folds
 each maximal *run* of non-ASCII bytes as text: NFKC, ``str.lower``, Unicode punctuation blanked.
@@ -64,10 +65,21 @@ that is not a "second". Composition only joins a starter with a following charac
 either a non-starter or a "second" of a composition pair (a starter between them blocks it),
 reordering only moves adjacent non-starters, and ``str.lower`` is context-free except for
 U+03A3; so for runs of context-free characters per-character folding equals run folding (the
-unit tests check it on random strings and on every pair of a sample of these characters). A line whose text holds a
-character that is not context-free, or one above the table, is a fallback line. Punctuation
-blanking is per character anyway (every pattern of ``hashing._UNI_PUNCT`` is one whole
-character).
+unit tests check it on random strings and on every pair of a sample of these characters).
+Punctuation blanking is per character anyway (every pattern of ``hashing._UNI_PUNCT`` is one
+whole character).
+
+**The run cache** (:class:`RunCache`). A maximal run of non-ASCII characters that holds one that
+is not context-free (a combining mark, a Devanagari vowel sign, a Hangul jamo, U+03A3, a code
+point above the table) is folded whole, as ``normalise_bytes`` folds it: when the run ends the
+kernel looks its UTF-8 up in a per-process hash table of run foldings and writes that folding
+over the run's output (:func:`_close_run`). A run missing from the table is recorded, its line
+becomes a fallback line for the moment, and after the block the Python side folds each missed
+run once (:func:`.hashing.fold_run_uncached`), adds it to the table and extracts the block's
+fallback lines again (:func:`_extract_again`); only lines that still fail take the Python path.
+Words recur, so after a few blocks text in such scripts stays in the kernel: Hindi went from
+about 35 to about 90 MB/s, and Chinese (context-free, whose runs now take a tight loop) from 160
+to 256 MB/s (measured in the session-4 notes of ``docs/contamination.md``).
 """
 from __future__ import annotations
 
@@ -948,9 +960,8 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
 
 
 _JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_plain_string", "_number", "_literal",
-        "_member_key", "_skip_value", "_run_goes_on", "_run_hash", "_utf8_into", "_close_run", "_record_miss",
-        "_text", "_key_is",
-        "_object", "_extract")
+        "_member_key", "_skip_value", "_run_goes_on", "_run_hash", "_utf8_into", "_close_run",
+        "_record_miss", "_text", "_key_is", "_object", "_extract")
 if numba is not None:
     for _name in _JIT:
         globals()[_name] = numba.njit(cache=True, nogil=True)(globals()[_name])
