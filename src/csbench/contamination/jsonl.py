@@ -1299,8 +1299,8 @@ def _extract_again(chunk, ls, fb, B, key_text, key_id, id_field, T, stack, R) ->
     spans = [(int(ls[li]), int(ls[li + 1])) for li in fb.tolist()]
     sub = b"".join(bytes(chunk[a:b]) if chunk[b - 1:b] == b"\n" else bytes(chunk[a:b]) + b"\n"
                    for a, b in spans)
-    arr = np.frombuffer(sub, dtype=np.uint8)
-    B.ensure(len(sub), len(spans) + 1, T.max_expand)
+    arr = np.frombuffer(bytearray(sub), dtype=np.uint8)   # (writable, as blocks are: the
+    B.ensure(len(sub), len(spans) + 1, T.max_expand)      # kernel compiled once, not twice)
     nl, _, _ = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC, _BLANK, T.ok,
                         T.off, T.pool, B.out, B.ls, B.st, B.dlo, B.dhi, B.draw, B.ilo, B.ihi,
                         stack, B.hw, B.wlo, B.whi, _COMPRESS, R.arrays())
