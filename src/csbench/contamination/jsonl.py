@@ -77,9 +77,9 @@ over the run's output (:func:`_close_run`). A run missing from the table is reco
 becomes a fallback line for the moment, and after the block the Python side folds each missed
 run once (:func:`.hashing.fold_run_uncached`), adds it to the table and extracts the block's
 fallback lines again (:func:`_extract_again`); only lines that still fail take the Python path.
-Words recur, so after a few blocks text in such scripts stays in the kernel: Hindi went from
-about 35 to about 90 MB/s, and Chinese (context-free, whose runs now take a tight loop) from 160
-to 256 MB/s (measured in the session-4 notes of ``docs/contamination.md``).
+Words recur, so after a few blocks text in such scripts stays in the kernel: Hindi is scanned
+at 4.2x and NFD Vietnamese at 5.1x the speed of folding those lines in Python
+(``bench/contamination_scripts_bench.py``, figures in ``docs/contamination.md``).
 """
 from __future__ import annotations
 
