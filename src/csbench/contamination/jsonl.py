@@ -802,6 +802,10 @@ def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress, runs):
             run_i = -1
             run_esc = False
             cplx = False
+            if i + 1 < n and buf[i] == 32 and buf[i + 1] >= 0x80:
+                out[o] = 32             # one space between two runs (words of a non-Latin
+                o += 1                  # script): here, not through the copy loops
+                i += 1
 
 
 def _key_is(buf, a, b, key):
