@@ -236,10 +236,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         out, hw = A.out, A.hw
         fb = np.flatnonzero(st == 2)
         again = {}
-        missed = R.take_missed()
-        if len(fb) and missed:          # runs the cache lacked: fold them, fold the docs again
-            for run in set(missed):
-                R.add(run)
+        if R.learn() and len(fb):      # runs the cache lacked: folded now, fold the docs again
             again = _fold_again(data, offs, fb, T, R)
         if len(fb):
             texts = batch.column(0)

@@ -295,10 +295,8 @@ if numba is not None:
             for c, v in ((0x6E, 10), (0x74, 9), (0x72, 13), (0x62, 8), (0x66, 12)):
                 r = builder.select(eq(c), splat(v), r)
             y = builder.select(builder.bitcast(escaped, mt), r, y)
-            fnty = _ir.FunctionType(_ir.VoidType(), [vt, i8.as_pointer(), mt])
-            fn = builder.module.globals.get("llvm.masked.compressstore.v64i8")
-            if fn is None:
-                fn = _ir.Function(builder.module, fnty, "llvm.masked.compressstore.v64i8")
+            fn = F._ir_fn(builder, "llvm.masked.compressstore.v64i8", _ir.VoidType(),
+                          [vt, i8.as_pointer(), mt])
             builder.call(fn, [y, F._ir_ptr(context, builder, sig, args, 2, vector=False),
                               builder.bitcast(keep, mt)])
             m = builder.ctpop(keep)
@@ -1001,6 +999,14 @@ class RunCache:
     def arrays(self) -> tuple:
         return self.keys, self.meta, self.pool, self.scratch, self.mbuf, self.miss
 
+    def learn(self) -> bool:
+        """Fold and cache the runs the kernel missed since the last call; True if there were
+        any (their lines are then worth extracting again)."""
+        missed = self.take_missed()
+        for run in set(missed):
+            self.add(run)
+        return bool(missed)
+
     def take_missed(self) -> list[bytes]:
         """The runs the kernel recorded as missing since the last call (then forgotten)."""
         c = int(self.miss[0])
@@ -1249,10 +1255,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         fb_ids: dict[int, str] = {}
         fb = np.flatnonzero(st == 2)
         again = {}
-        missed = R.take_missed()
-        if len(fb) and missed:          # runs the cache lacked: fold them, extract again
-            for run in set(missed):
-                R.add(run)
+        if R.learn() and len(fb):      # runs the cache lacked: folded now, extract again
             again = _extract_again(chunk, A.ls, fb, B, key_text, key_id, id_field, T, stack, R)
         if len(fb):
             where = np.searchsorted(lines, fb)
