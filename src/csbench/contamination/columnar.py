@@ -135,8 +135,8 @@ def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, of
 
 
 if numba is not None:
-    _fold_doc = numba.njit(cache=True, nogil=True)(_fold_doc)
-    _fold_docs = numba.njit(cache=True, nogil=True)(_fold_docs)
+    _fold_doc = F.jit(_fold_doc)
+    _fold_docs = F.jit(_fold_docs)
 
 
 def _fold_again(data, offs, fb, T, R) -> dict:

