@@ -56,12 +56,12 @@ else:  # (the kernel only runs compiled; this keeps the module importable)
         return np.uint64(sum(1 << j for j, c in enumerate(seg.tolist()) if c >= 0x80))
 
 
-def _fold_doc(data, a, b, out, o, lower, ok, off, pool, keys, meta, rpool, mbuf, miss):
+def _fold_doc(data, a, b, out, o, lower, ok, off, pool, runs):
     """Fold ``data[a:b]`` into out[o:]; returns the new o, or -1 for a fallback (invalid UTF-8,
     or a run missing from the run cache: recorded, see :func:`.jsonl._close_run`). Non-ASCII
-    characters are folded one by one from the table; a maximal run of them that holds one that
-    is not context-free is folded whole from the run cache (``keys`` ... ``miss``:
-    :meth:`.jsonl.RunCache.arrays`)."""
+    characters are folded one by one from the table (:func:`.jsonl._fold_utf8`); a maximal run
+    of them that holds one that is not context-free is folded whole from the run cache
+    (``runs``: :meth:`.jsonl.RunCache.arrays`)."""
     lost = False
     j = a
     while j < b:
@@ -82,24 +82,12 @@ def _fold_doc(data, a, b, out, o, lower, ok, off, pool, keys, meta, rpool, mbuf,
             break
         run_j = j                           # a run of non-ASCII characters
         run_o = o
-        cplx = False
-        while j < b and data[j] >= 0x80:
-            cp, ln = J._utf8(data, j, b)
-            if ln == 0:
-                return -1
-            j += ln
-            if cp >= ok.shape[0] or ok[cp] == 0:
-                cplx = True                 # (the run is folded whole)
-            else:
-                for q in range(off[cp], off[cp + 1]):
-                    out[o] = pool[q]
-                    o += 1
-        if cplx:
-            r = J._close_run(data, run_j, j - run_j, out, run_o, keys, meta, rpool)
-            if r == -1:
-                J._record_miss(data, run_j, j - run_j, mbuf, miss)
-            lost = lost or r < 0
-            o = max(r, run_o)
+        j, o, plain = J._fold_utf8(data, j, b, out, o, ok, off, pool)
+        if plain < 0:
+            return -1
+        if plain == 0:
+            o, found = J._close_run(data, run_j, j - run_j, out, run_o, runs)
+            lost = lost or not found
     return -1 if lost else o
 
 
@@ -108,7 +96,6 @@ def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, of
     where ``valid[i]`` is 0). Per document its status ``st`` (0 folded, 1 null, 2 fallback),
     its range in ``out`` (documents separated by a newline) and of its word hashes in ``hw``.
     Returns (bytes used in out, words in hw)."""
-    keys, meta, rpool, _, mbuf, miss = runs
     o = 0
     k = 0
     for i in range(offs.shape[0] - 1):
@@ -119,8 +106,7 @@ def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, of
         if o > 0:
             out[o] = 10
             s = o + 1
-        e = _fold_doc(data, offs[i], offs[i + 1], out, s, lower, ok, off, pool, keys, meta, rpool,
-                      mbuf, miss)
+        e = _fold_doc(data, offs[i], offs[i + 1], out, s, lower, ok, off, pool, runs)
         if e < 0:
             st[i] = 2
             continue
@@ -144,12 +130,10 @@ def _fold_again(data, offs, fb, T, R) -> dict:
     run cache): {row: folded bytes} for those that now pass."""
     got = {}
     runs = R.arrays()
-    keys, meta, rpool, _, mbuf, miss = runs
     for i in fb.tolist():
         a, b = int(offs[i]), int(offs[i + 1])
         tmp = np.empty((b - a) * T.max_expand + 64 + F.PAD, dtype=np.uint8)
-        e = _fold_doc(data, a, b, tmp, 0, J._LOWER, T.ok, T.off, T.pool, keys, meta, rpool, mbuf,
-                      miss)
+        e = _fold_doc(data, a, b, tmp, 0, J._LOWER, T.ok, T.off, T.pool, runs)
         if e >= 0:
             got[i] = tmp[:e].tobytes()
     R.take_missed()                 # (still missing: the cache is full; Python folds them)

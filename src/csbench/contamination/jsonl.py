@@ -626,12 +626,10 @@ def _utf8_into(buf, a, b, n, scratch):
     return m
 
 
-def _close_run(src, a, m, out, run_o, keys, meta, pool):
-    """A non-ASCII run whose per-character output began at out[run_o] ends and holds a
-    character that is not context-free: its UTF-8, ``src[a:a + m]``, is looked up in the run
-    cache and its folding written from ``run_o``. Returns the new output position, -1 when the
-    run is not cached, -2 when there is no room in ``out``. The arrays are those of
-    :meth:`RunCache.arrays`."""
+def _lookup_run(src, a, m, out, run_o, keys, meta, pool):
+    """The folding of the run ``src[a:a + m]`` (its UTF-8) from the run cache, written at
+    out[run_o]: returns the new output position, -1 when the run is not cached, -2 when there
+    is no room in ``out``."""
     h = _run_hash(src, a, m)
     mask = np.uint64(keys.shape[0] - 1)
     j = h & mask
@@ -659,18 +657,54 @@ def _close_run(src, a, m, out, run_o, keys, meta, pool):
     return run_o + fn
 
 
-def _record_miss(src, a, m, mbuf, miss):
-    """Record the run ``src[a:a + m]`` as missing from the run cache, if there is room (run q
-    is ``mbuf[miss[2 + q]:miss[3 + q]]``; ``miss[0]`` runs, ``miss[1]`` bytes)."""
-    c = miss[0]
-    u = miss[1]
-    if c + 3 < miss.shape[0] and u + m <= mbuf.shape[0]:
-        for q in range(m):
-            mbuf[u + q] = src[a + q]
-        miss[2 + c] = u
-        miss[3 + c] = u + m
-        miss[0] = c + 1
-        miss[1] = u + m
+def _close_run(src, a, m, out, run_o, runs):
+    """A non-ASCII run whose per-character output began at out[run_o] ends and holds a
+    character that is not context-free: its folding is taken from the run cache (``runs``:
+    :meth:`RunCache.arrays`) by its UTF-8, ``src[a:a + m]``. Returns (new output position,
+    found); a run missing from the cache is recorded there (``mbuf``/``miss``, if there is
+    room) and its line is then a fallback line."""
+    keys, meta, pool, _, mbuf, miss = runs
+    r = _lookup_run(src, a, m, out, run_o, keys, meta, pool)
+    if r == -1:
+        c = miss[0]
+        u = miss[1]
+        if c + 3 < miss.shape[0] and u + m <= mbuf.shape[0]:
+            for q in range(m):
+                mbuf[u + q] = src[a + q]
+            miss[2 + c] = u
+            miss[3 + c] = u + m
+            miss[0] = c + 1
+            miss[1] = u + m
+    return max(r, run_o), r >= 0
+
+
+def _fold_cp(cp, out, o, ok, off, pool):
+    """The table folding of code point ``cp`` (>= 0x80) written at out[o]; returns the new o,
+    or -1 when ``cp`` is not context-free (its run is then folded whole, :func:`_close_run`)."""
+    if cp >= ok.shape[0] or ok[cp] == 0:
+        return -1
+    for q in range(off[cp], off[cp + 1]):
+        out[o] = pool[q]
+        o += 1
+    return o
+
+
+def _fold_utf8(buf, i, n, out, o, ok, off, pool):
+    """The UTF-8 characters from i up to the next ASCII byte (or n), folded into out[o:] one by
+    one (:func:`_fold_cp`): returns (new i, new o, 1 if all were context-free, 0 if one was
+    not, -1 at invalid UTF-8)."""
+    plain = 1
+    while i < n and buf[i] >= 0x80:
+        cp, ln = _utf8(buf, i, n)
+        if ln == 0:
+            return i, o, -1
+        i += ln
+        r = _fold_cp(cp, out, o, ok, off, pool)
+        if r < 0:
+            plain = 0
+        else:
+            o = r
+    return i, o, plain
 
 
 def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress, runs):
@@ -681,7 +715,7 @@ def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress, runs):
     holds one that is not context-free is folded whole from the run cache (``runs``,
     :func:`_close_run`); a run missing there is recorded and makes the line a fallback."""
     adj = -1 - i                  # UTF-8 length = bytes consumed + adj (escapes adjust adj)
-    keys, meta, rpool, scratch, mbuf, miss = runs
+    scratch = runs[3]
     run_i = -1                    # input index where the open non-ASCII run starts (-1: none)
     run_o = 0                     # its output position
     run_esc = False               # it holds an escaped character
@@ -764,27 +798,20 @@ def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress, runs):
                 run_i = j
                 run_o = o
             run_esc = True
-            if cp >= ok.shape[0] or ok[cp] == 0:
-                cplx = True
+            r = _fold_cp(cp, out, o, ok, off, pool)
+            if r < 0:
+                cplx = True             # (the run is folded whole when it ends)
             else:
-                for q in range(off[cp], off[cp + 1]):
-                    out[o] = pool[q]
-                    o += 1
+                o = r
         else:                           # UTF-8: the characters up to the next ASCII byte
             if run_i < 0:
                 run_i = i
                 run_o = o
-            while i < n and buf[i] >= 0x80:
-                cp, ln = _utf8(buf, i, n)
-                if ln == 0:
-                    return -1, o, 0
-                i += ln
-                if cp >= ok.shape[0] or ok[cp] == 0:
-                    cplx = True         # (the run is folded whole when it ends)
-                else:
-                    for q in range(off[cp], off[cp + 1]):
-                        out[o] = pool[q]
-                        o += 1
+            i, o, plain = _fold_utf8(buf, i, n, out, o, ok, off, pool)
+            if plain < 0:
+                return -1, o, 0
+            if plain == 0:
+                cplx = True
         if i >= n or (buf[i] < 0x80 and (buf[i] != 92 or not _run_goes_on(buf, i, n))):
             # the run ends (the test of a \u escape is out of line: rare)
             if cplx:
@@ -796,11 +823,12 @@ def _text(buf, i, n, out, o, cls, lower, esc, ok, off, pool, compress, runs):
                     src = buf
                     a = run_i
                     m = i - run_i
-                r = -2 if m < 0 else _close_run(src, a, m, out, run_o, keys, meta, rpool)
-                if r == -1:
-                    _record_miss(src, a, m, mbuf, miss)
-                lost = lost or r < 0
-                o = max(r, run_o)
+                if m < 0:
+                    o = run_o
+                    lost = True
+                else:
+                    o, found = _close_run(src, a, m, out, run_o, runs)
+                    lost = lost or not found
             run_i = -1
             run_esc = False
             cplx = False
@@ -965,12 +993,13 @@ def _extract(buf, key_text, key_id, has_id, cls, lower, esc, blank, ok, off, poo
 
 
 _JIT = ("_ws", "_utf8", "_hex4", "_escape", "_skip_string", "_plain_string", "_number", "_literal",
-        "_member_key", "_skip_value", "_run_goes_on", "_run_hash", "_utf8_into", "_close_run",
-        "_record_miss", "_text", "_key_is", "_object", "_extract")
+        "_member_key", "_skip_value", "_run_goes_on", "_run_hash", "_utf8_into", "_lookup_run",
+        "_close_run", "_fold_cp", "_fold_utf8", "_text", "_key_is", "_object", "_extract")
 if numba is not None:
     for _name in _JIT:
         # (the run lookup and UTF-8 decoding inlined where they are used, measured)
-        globals()[_name] = F.jit(globals()[_name], _name in ("_close_run", "_run_hash", "_utf8"))
+        globals()[_name] = F.jit(globals()[_name], _name in (
+            "_lookup_run", "_close_run", "_run_hash", "_utf8", "_fold_cp", "_fold_utf8"))
 _STATE: dict[str, bool] = {}
 
 
