@@ -363,7 +363,7 @@ def _ngram_pass(hw, wlo, whi, lengths, table, shift, keys, key_off, vocab, vshif
         r = 0                                   # vocabulary words in a row, ending at q
         for q in range(m):
             v = seg[q] >> vshift
-            r = (r + 1) * np.int64((vocab[v >> np.uint64(3)] >> (v & np.uint64(7))) & one)
+            r = (r + 1) & -np.int64((vocab[v >> np.uint64(3)] >> (v & np.uint64(7))) & one)
             if r < lmin:
                 continue
             for s in range(ns):
