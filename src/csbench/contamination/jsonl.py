@@ -78,7 +78,7 @@ becomes a fallback line for the moment, and after the block the Python side fold
 run once (:func:`.hashing.fold_run_uncached`), adds it to the table and extracts the block's
 fallback lines again (:func:`_extract_again`); only lines that still fail take the Python path.
 Words recur, so after a few blocks text in such scripts stays in the kernel: Hindi is scanned
-at 4.5x and NFD Vietnamese at 5.1x the speed of folding those lines in Python
+at 5.9x and NFD Vietnamese at 8.2x the speed of folding those lines in Python
 (``bench/contamination_scripts_bench.py``, figures in ``docs/contamination.md``).
 """
 from __future__ import annotations
