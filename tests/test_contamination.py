@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -969,3 +970,29 @@ def test_kernels_compiled_without_reference_counting(tmp_path):
     for sig in fastscan._ngram_pass.signatures:
         fresh.compile(sig)
         assert "NRT_decref" not in fresh.inspect_llvm(sig)
+
+
+@needs_kernel
+def test_kernel_cache_stamp_covers_the_whole_package(tmp_path):
+    """numba checks a cached kernel against its own file only, while a kernel links in the
+    kernels it calls from the other modules (``jsonl._extract`` holds pass 1 of ``fastscan``):
+    every kernel's cache stamp also holds the hash of all the package's sources, which changes
+    with any of them."""
+    import shutil
+
+    import numba
+
+    from csbench.contamination import columnar
+
+    kernels = [v for m in (fastscan, jsonl, columnar) for v in vars(m).values()
+               if isinstance(v, numba.core.registry.CPUDispatcher)]
+    assert len(kernels) >= 25
+    for k in kernels:
+        assert k._cache._cache_file._source_stamp[1] == fastscan.sources_stamp()
+    here = Path(fastscan.__file__).parent
+    for f in here.glob("*.py"):
+        shutil.copy(f, tmp_path / f.name)
+    before = fastscan.sources_stamp(tmp_path)
+    assert before == fastscan.sources_stamp.__wrapped__(here)
+    (tmp_path / "hashing.py").write_text((here / "hashing.py").read_text() + "\n# changed\n")
+    assert fastscan.sources_stamp.__wrapped__(tmp_path) != before

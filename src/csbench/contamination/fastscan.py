@@ -30,9 +30,12 @@ once per installation, not per job.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -56,8 +59,26 @@ def jit(fn, inline: bool = False):
     each time one is passed to a call or sliced: 45 of the 58 ns of a run-cache lookup, and a
     comparable share of each call per document, measured. ``inline``: inlined into its callers
     (numba IR), for the small helpers of hot loops."""
-    return numba.njit(cache=True, nogil=True, _nrt=False,
+    disp = numba.njit(cache=True, nogil=True, _nrt=False,
                       inline="always" if inline else "never")(fn)
+    # numba keeps a cached kernel while its own file is unchanged, but a kernel links in the
+    # code of the kernels it calls and the constants it reads from the other modules: with
+    # the stamp of the whole package in its cache index, any change there compiles it again
+    cache_file = disp._cache._cache_file
+    cache_file._source_stamp = (cache_file._source_stamp, sources_stamp())
+    return disp
+
+
+@functools.lru_cache(maxsize=None)
+def sources_stamp(folder: Path | None = None) -> str:
+    """A hash of the ``.py`` files in ``folder`` (default: this package,
+    :mod:`csbench.contamination`), part of every kernel's cache stamp (:func:`jit`): after a
+    change to any of them, say a ``git pull`` in an editable install that touches only this
+    module, no kernel is loaded with stale code linked in."""
+    h = hashlib.sha256()
+    for f in sorted(Path(folder or Path(__file__).parent).glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def cpu_has(*features: str) -> bool:
