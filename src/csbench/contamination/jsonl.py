@@ -266,7 +266,7 @@ if numba is not None:
         bytes past the m written are overwritten later or never read). Returns ``p | m << 8 |
         e << 16``: p bytes consumed (64: no stop), m bytes written, e escapes among them."""
         def codegen(context, builder, sig, args):
-            i1, i8, i64 = _ir.IntType(1), _ir.IntType(8), _ir.IntType(64)
+            i1, i64 = _ir.IntType(1), _ir.IntType(64)
             vt, mt = F._V64, _ir.VectorType(i1, 64)
             splat = F._ir_splat
 
@@ -635,8 +635,8 @@ def _lookup_run(src, a, m, out, run_o, keys, meta, pool):
     mask = np.uint64(keys.shape[0] - 1)
     j = h & mask
     r = -1
-    while keys[j] != 0:           # (the probe alone in this loop, the rest after it: 4x faster
-        if keys[j] == h and meta[j, 1] == m:    # than comparing and copying inside, measured)
+    while keys[j] != 0:
+        if keys[j] == h and meta[j, 1] == m:
             r = meta[j, 0]
             break
         j = (j + np.uint64(1)) & mask
