@@ -930,6 +930,18 @@ def test_compress_follows_a_named_numba_cpu(monkeypatch):
     assert jsonl._has_compress()
 
 
+def _kernels() -> list:
+    """Every compiled kernel of the scan (the numba dispatchers of its three modules)."""
+    import numba
+
+    from csbench.contamination import columnar
+
+    found = [v for m in (fastscan, jsonl, columnar) for v in vars(m).values()
+             if isinstance(v, numba.core.registry.CPUDispatcher)]
+    assert len(found) >= 25
+    return found
+
+
 @needs_kernel
 def test_kernels_compiled_without_reference_counting(tmp_path):
     """Every scan kernel is compiled with ``_nrt=False`` (:func:`.fastscan.jit`), and the code
@@ -937,16 +949,12 @@ def test_kernels_compiled_without_reference_counting(tmp_path):
     would otherwise cost two atomic instructions (45 of the 58 ns of a run-cache lookup)."""
     import numba
 
-    from csbench.contamination import columnar
-
     p = tmp_path / "c.jsonl"
     p.write_text('{"text": "Caf\\u00e9 na\\u0308ive words here"}\n', encoding="utf-8")
     idx = ProbeIndex(probes(), n=13, min_words=4)
     Scanner(idx).scan_pieces([(str(p), 0, -1)], "jsonl", "text")       # (compiles them all)
     Scanner(idx).scan([("d", b"some words in a document")])
-    kernels = [v for m in (fastscan, jsonl, columnar) for v in vars(m).values()
-               if isinstance(v, numba.core.registry.CPUDispatcher)]
-    assert len(kernels) >= 25
+    kernels = _kernels()
     assert all(k.targetoptions.get("_nrt") is False for k in kernels)
     # the code of the per-run and per-document loops, compiled again (cached code cannot be
     # inspected): the string copy with a run folded from the run cache, and pass 2
@@ -980,13 +988,7 @@ def test_kernel_cache_stamp_covers_the_whole_package(tmp_path):
     with any of them."""
     import shutil
 
-    import numba
-
-    from csbench.contamination import columnar
-
-    kernels = [v for m in (fastscan, jsonl, columnar) for v in vars(m).values()
-               if isinstance(v, numba.core.registry.CPUDispatcher)]
-    assert len(kernels) >= 25
+    kernels = _kernels()
     for k in kernels:
         assert k._cache._cache_file._source_stamp[1] == fastscan.sources_stamp()
     here = Path(fastscan.__file__).parent
