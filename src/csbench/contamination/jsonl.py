@@ -1232,7 +1232,8 @@ class _Arrays:
     def __init__(self):
         self.n = 0
         self.lines = 0
-        self.res = np.zeros(8, dtype=np.int64)      # (kernel scratch: one line's results)
+        self.res = np.zeros(8, dtype=np.int64)      # (kernel scratch: one line's results,
+        self.stack = np.empty(MAX_DEPTH, dtype=np.uint8)    # and the nesting of its JSON)
 
     def ensure(self, nbytes: int, lines: int, expand: int) -> None:
         if lines > self.lines:
@@ -1260,7 +1261,6 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
     T = tables()
     key_text = np.frombuffer(text_field.encode("utf-8"), dtype=np.uint8)
     key_id = np.frombuffer((id_field or "").encode("utf-8"), dtype=np.uint8)
-    stack = np.empty(MAX_DEPTH, dtype=np.uint8)
     A = _Arrays()
     B = _Arrays()                                   # (lines extracted again)
     R = run_cache()
@@ -1273,7 +1273,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         while True:
             nl, used, nw = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC,
                                     _BLANK, T.ok, T.off, T.pool, A.out, A.ls, A.st, A.dlo, A.dhi,
-                                    A.draw, A.ilo, A.ihi, stack, A.res, A.hw, A.wlo, A.whi,
+                                    A.draw, A.ilo, A.ihi, A.stack, A.res, A.hw, A.wlo, A.whi,
                                     _COMPRESS, R.arrays())
             if nl >= 0:
                 break
@@ -1289,7 +1289,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         fb = np.flatnonzero(st == 2)
         again = {}
         if R.learn() and len(fb):      # runs the cache lacked: folded now, extract again
-            again = _extract_again(chunk, A.ls, fb, B, key_text, key_id, id_field, T, stack, R)
+            again = _extract_again(chunk, A.ls, fb, B, key_text, key_id, id_field, T, R)
         if len(fb):
             where = np.searchsorted(lines, fb)
             keep = np.ones(len(lines), dtype=bool)
@@ -1334,7 +1334,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
             lineno += nl
 
 
-def _extract_again(chunk, ls, fb, B, key_text, key_id, id_field, T, stack, R) -> dict:
+def _extract_again(chunk, ls, fb, B, key_text, key_id, id_field, T, R) -> dict:
     """The fallback lines ``fb`` of a block extracted again (after the runs they missed were
     added to the run cache): {line: (folded text, UTF-8 length, id or None)} for those that
     now pass; the others stay fallback lines."""
@@ -1345,7 +1345,7 @@ def _extract_again(chunk, ls, fb, B, key_text, key_id, id_field, T, stack, R) ->
     B.ensure(len(sub), len(spans) + 1, T.max_expand)      # kernel compiled once, not twice)
     nl, _, _ = _extract(arr, key_text, key_id, bool(id_field), _CLS, _LOWER, _ESC, _BLANK, T.ok,
                         T.off, T.pool, B.out, B.ls, B.st, B.dlo, B.dhi, B.draw, B.ilo, B.ihi,
-                        stack, B.res, B.hw, B.wlo, B.whi, _COMPRESS, R.arrays())
+                        B.stack, B.res, B.hw, B.wlo, B.whi, _COMPRESS, R.arrays())
     R.take_missed()                 # (still missing: the cache is full; Python folds them)
     got = {}
     if nl != len(spans):            # (cannot happen: one line per span)
@@ -1402,7 +1402,7 @@ def available() -> bool:
             nl, used, nw = _extract(buf, np.frombuffer(b"text", np.uint8), np.zeros(0, np.uint8),
                                     False, _CLS, _LOWER, _ESC, _BLANK, T.ok, T.off, T.pool, A.out,
                                     A.ls, A.st, A.dlo, A.dhi, A.draw, A.ilo, A.ihi,
-                                    np.empty(MAX_DEPTH, np.uint8), A.res, A.hw, A.wlo, A.whi,
+                                    A.stack, A.res, A.hw, A.wlo, A.whi,
                                     _COMPRESS, RunCache(16).arrays())
             ok = (nl == 2 and A.out[:used].tobytes() == "aé".encode()
                   and A.hw[:nw].tolist() == H.tokenise("aé".encode())[2].tolist())
