@@ -80,3 +80,33 @@ def all_targets():
         if task in TARGETS:
             out.extend(TARGETS[task]())
     return out
+
+
+# GPUs a job asks for (`resources: gpu`), derived from the configured device, never hard-coded:
+# the SLURM profile turns gpu=1 into `--gpus=1` on a GPU partition, gpu=0 keeps a job on CPU nodes.
+def device_gpus(device):
+    """cuda[:N] -> 1, cpu -> 0, auto -> 1 only when the host that builds the DAG can open an
+    NVIDIA GPU (cheap: no torch import at parse time). On a cluster whose submit host has no GPU,
+    `auto` therefore means CPU jobs: set the device to `cuda` to send GPU-capable rules to GPUs."""
+    device = str(device)
+    if device.startswith("cuda"):
+        return 1
+    if device == "auto":
+        return int(host_has_gpu())
+    return 0
+
+
+def host_has_gpu():
+    import glob
+
+    # a GPU a job may not use (device cgroup of a SLURM job without GPUs) cannot be opened
+    for dev in sorted(glob.glob("/dev/nvidia[0-9]*")):
+        try:
+            os.close(os.open(dev, os.O_RDWR))
+            return True
+        except OSError:
+            continue
+    return False
+
+
+LM_GPU = device_gpus(config["lm"]["device"])  # LM rules: lm.device

@@ -30,8 +30,10 @@ rule normalise:
         f"{DATA}/{{source}}/{{table}}.parquet",
     log:
         "logs/data/{source}/{table}.log",
+    threads: 1
     resources:
         mem_mb=4000,
+        gpu=0,
     conda:
         "../../envs/core.yaml"
     script:

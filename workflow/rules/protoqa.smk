@@ -33,7 +33,7 @@ rule protoqa_generate:
     threads: 2
     resources:
         mem_mb=16000,
-        gpu=1,
+        gpu=LM_GPU,
     conda:
         "../../envs/lm.yaml"
     script:

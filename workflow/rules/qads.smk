@@ -7,7 +7,7 @@ QD = config["qads"]  # defaults filled by the config validation in the Snakefile
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # The fine-tuning settings are left out of the other rules' params (no rerun when they change).
 QD_BASE = {k: v for k, v in QD.items() if k != "finetune"}
-QADS_GPU = 0 if str(QD["qa"]["device"]) == "cpu" else 1
+QADS_GPU = device_gpus(QD["qa"]["device"])  # common.smk
 
 
 QADS_JSON = {s: f"{QADS}/original.json" if s == "original" else f"{QADS}/qads-{s}.json"

@@ -74,7 +74,7 @@ rule twentyq_topic_frequency:
     threads: 2
     resources:
         mem_mb=16000,
-        gpu=1,
+        gpu=LM_GPU,
     conda:
         "../../envs/lm.yaml"
     script:
@@ -101,7 +101,7 @@ rule twentyq_score:
     threads: 2
     resources:
         mem_mb=16000,
-        gpu=1,
+        gpu=LM_GPU,
     conda:
         "../../envs/lm.yaml"
     script:

@@ -11,7 +11,6 @@ WINOWHAT = "results/winowhat"
 WW = _validate_section(config.setdefault("winowhat", {}),
                        _os.path.join(workflow.basedir, "workflow", "schemas", "winowhat.schema.yaml"))
 WW_SHARDS = int(config["lm"]["shards"])
-WW_GPU = 0 if str(config["lm"]["device"]) == "cpu" else 1
 WW_MODELS = _ww.models(config, WW)
 
 
@@ -55,7 +54,7 @@ rule winowhat_score:
     threads: 2
     resources:
         mem_mb=WW["mem_mb"],
-        gpu=WW_GPU,
+        gpu=LM_GPU,
     conda:
         "../../envs/lm.yaml"
     script:

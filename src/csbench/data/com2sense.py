@@ -2,10 +2,12 @@
 its complementary pair) -> tables ``train``, ``dev``, ``test`` (test has no labels)."""
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from ..errors import InputError
-from ..io import read_json
+from ..io import expect_type, line_of, read_json, read_json_array
 
 SPLITS = ("train", "dev", "test")
 
@@ -31,40 +33,50 @@ def tables(files: list[str]) -> dict[str, list[str]]:
 KNOWN_TYPOS = {"Flase": False, "Ture": True}
 
 
-def _bool(path, value, field, where):
+def _bool(path, value, field, where, line=None):
     if value is None:
         return None
     if isinstance(value, bool):
         return value
-    if str(value) in ("True", "False", "true", "false"):
-        return str(value).lower() == "true"
-    if str(value) in KNOWN_TYPOS:  # the released dev.json spells False "Flase" once
-        return KNOWN_TYPOS[str(value)]
-    raise InputError(path, f"item {where}: {field!r} must be True or False, got {value!r}")
+    if isinstance(value, str) and value in ("True", "False", "true", "false"):
+        return value.lower() == "true"
+    if isinstance(value, str) and value in KNOWN_TYPOS:  # the released dev.json spells False "Flase" once
+        return KNOWN_TYPOS[value]
+    raise InputError(path, f"item {where}: {field!r} must be True or False, got {value!r}", line)
 
 
 def normalise(table: str, paths: dict) -> pd.DataFrame:
     path = paths[f"{table}.json"]
-    items = read_json(path)
-    if not isinstance(items, list):
-        raise InputError(path, "expected a JSON array of items")
+    items = read_json_array(path)            # [(line, item)]: bad items are named with their line
     pairs = {}
     pair_path = paths.get(f"pair_id_{table}.json")
     if pair_path is not None:
         pairs = read_json(pair_path)
         if not isinstance(pairs, dict):
             raise InputError(pair_path, "expected a JSON object id -> pair id")
-    rows = []
-    for i, rec in enumerate(items):
+    rows, seen = [], {}
+    for i, (line, rec) in enumerate(items):
         if not isinstance(rec, dict) or "id" not in rec or "sent" not in rec:
-            raise InputError(path, f"item {i} lacks 'id' or 'sent'")
+            raise InputError(path, f"item {i} lacks 'id' or 'sent'", line)
         if table != "test" and "label" not in rec:
-            raise InputError(path, f"item {i} ({rec['id']}) lacks 'label'")
+            raise InputError(path, f"item {i} ({rec['id']}) lacks 'label'", line)
+        qid = expect_type(path, rec["id"], str, f"item {i}: 'id'", line)
+        if qid in seen:
+            raise InputError(path, f"item {i}: duplicate id {qid!r} (first on line {seen[qid]})",
+                             line)
+        seen[qid] = line
+        expect_type(path, rec["sent"], str, f"item {i}: 'sent'", line)
+        for k in ("domain", "scenario"):
+            expect_type(path, rec.get(k), (str, type(None)), f"item {i}: {k!r}", line)
+        pair = pairs.get(qid)
+        if pair is not None and not isinstance(pair, str):
+            raise InputError(pair_path, f"pair id of {qid!r} must be a string, got {pair!r}",
+                             line_of(pair_path, json.dumps(qid)))
         rows.append({
-            "id": str(rec["id"]), "sent": rec["sent"],
-            "label": _bool(path, rec.get("label"), "label", i),
+            "id": qid, "sent": rec["sent"],
+            "label": _bool(path, rec.get("label"), "label", i, line),
             "domain": rec.get("domain"), "scenario": rec.get("scenario"),
-            "numeracy": _bool(path, rec.get("numeracy"), "numeracy", i),
-            "pair_id": pairs.get(str(rec["id"])),
+            "numeracy": _bool(path, rec.get("numeracy"), "numeracy", i, line),
+            "pair_id": pair,
         })
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import InputError
-from ..io import read_jsonl
+from ..io import expect_type, read_jsonl
 
 FILES = {"train": "CSQA2_train.json.gz", "dev": "CSQA2_dev.json.gz",
          "test": "CSQA2_test_no_answers.json.gz"}
@@ -26,15 +26,22 @@ def tables(files: list[str]) -> dict[str, list[str]]:
 
 def normalise(table: str, paths: dict) -> pd.DataFrame:
     path = paths[FILES[table]]
-    rows = []
+    rows, seen = [], {}
     for line, rec in read_jsonl(path, ("id", "question")):
+        qid = expect_type(path, rec["id"], str, "field 'id'", line)
+        if qid in seen:
+            raise InputError(path, f"duplicate id {qid!r} (first on line {seen[qid]})", line)
+        seen[qid] = line
+        expect_type(path, rec.get("confidence"), (float, int, type(None)), "field 'confidence'", line)
+        for k in ("topic_prompt", "relational_prompt"):
+            expect_type(path, rec.get(k), (str, type(None)), f"field {k!r}", line)
         answer = rec.get("answer")
         if table != "test" and answer not in ("yes", "no"):
             raise InputError(path, f"'answer' must be yes or no, got {answer!r}", line)
         if not isinstance(rec["question"], str) or not rec["question"].strip():
             raise InputError(path, "empty 'question'", line)
         rows.append({
-            "id": str(rec["id"]), "question": rec["question"], "answer": answer,
+            "id": qid, "question": rec["question"], "answer": answer,
             "confidence": rec.get("confidence"), "topic_prompt": rec.get("topic_prompt"),
             "relational_prompt": rec.get("relational_prompt"),
         })

@@ -55,6 +55,11 @@ def parse_record(path, line: int, rec: dict) -> dict:
     original = _str(path, line, question.get("original", question.get("normalized")),
                     "question.original")
     normalized = question.get("normalized") or original.lower()
+    if not isinstance(normalized, str):
+        raise InputError(path, f"question.normalized must be a string, got {normalized!r}", line)
+    source = meta.get("source", "")
+    if not isinstance(source, str):
+        raise InputError(path, f"metadata.source must be a string, got {source!r}", line)
     answers = rec.get("answers") or {}
     if not isinstance(answers, dict):
         raise InputError(path, "'answers' must be an object", line)
@@ -72,14 +77,14 @@ def parse_record(path, line: int, rec: dict) -> dict:
             raise InputError(path, f"cluster {cid!r} has a bad count {count!r}", line)
         if not cl["answers"] or not all(isinstance(a, str) for a in cl["answers"]):
             raise InputError(path, f"cluster {cid!r} must list answer strings", line)
-        cids.append(str(cid))
+        cids.append(cid)                   # (JSON object keys are always strings)
         counts.append(count)
         members.append([a for a in cl["answers"]])
     for ans, n in raw.items():
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise InputError(path, f"raw answer {ans!r} has a bad count {n!r}", line)
     return {
-        "id": qid, "source": str(meta.get("source", "")), "question": original,
+        "id": qid, "source": source, "question": original,
         "question_normalized": normalized, "cluster_ids": cids, "cluster_counts": counts,
         "cluster_answers": members, "raw_answers": list(raw), "raw_counts": list(raw.values()),
     }

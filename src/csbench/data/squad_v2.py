@@ -7,12 +7,13 @@ that the original nesting (and the file itself) can be rebuilt by :func:`to_squa
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import InputError
-from ..io import read_json
+from ..io import expect_type, line_of, read_json
 
 FILES = {"dev": "dev-v2.0.json", "train": "train-v2.0.json"}
 
@@ -33,12 +34,24 @@ def tables(files: list[str]) -> dict[str, list[str]]:
     return {t: [f] for t, f in FILES.items() if f in files}
 
 
+def _where(path, qid) -> int | None:
+    """Line of question ``qid`` (its ``"id"`` entry) in the file, for error messages."""
+    return line_of(path, json.dumps(qid)) if isinstance(qid, str) else None
+
+
 def _answers(path, qa, key, qid):
     out = []
-    for a in qa.get(key, []) or []:
+    entries = qa.get(key, []) or []
+    if not isinstance(entries, list):
+        raise InputError(path, f"question {qid}: {key!r} must be a list", _where(path, qid))
+    for a in entries:
         if not isinstance(a, dict) or "text" not in a or "answer_start" not in a:
-            raise InputError(path, f"question {qid}: malformed entry in {key!r}")
-        out.append({"text": str(a["text"]), "answer_start": int(a["answer_start"])})
+            raise InputError(path, f"question {qid}: malformed entry in {key!r}", _where(path, qid))
+        if (not isinstance(a["text"], str) or not isinstance(a["answer_start"], int)
+                or isinstance(a["answer_start"], bool)):
+            raise InputError(path, f"question {qid}: {key!r} entries need a string 'text' and an "
+                             f"integer 'answer_start', got {a!r}", _where(path, qid))
+        out.append({"text": a["text"], "answer_start": a["answer_start"]})
     return out
 
 
@@ -49,25 +62,40 @@ def read_squad(path: str | Path) -> pd.DataFrame:
         raise InputError(path, "expected an object with a 'data' list (SQuAD format)")
     rows, seen = [], set()
     for ai, art in enumerate(doc["data"]):
-        if "paragraphs" not in art:
-            raise InputError(path, f"article {ai} has no 'paragraphs'")
+        if not isinstance(art, dict) or not isinstance(art.get("paragraphs"), list):
+            raise InputError(path, f"article {ai} has no 'paragraphs' list")
+        title = art.get("title", "")
+        if not isinstance(title, str):
+            raise InputError(path, f"article {ai}: 'title' must be a string, got {title!r}",
+                             line_of(path, json.dumps(title)))
         for pi, par in enumerate(art["paragraphs"]):
-            if "context" not in par or "qas" not in par:
+            if not isinstance(par, dict) or "context" not in par or "qas" not in par:
                 raise InputError(path, f"article {ai} paragraph {pi}: missing 'context' or 'qas'")
+            if not isinstance(par["context"], str) or not isinstance(par["qas"], list):
+                raise InputError(path, f"article {ai} paragraph {pi}: 'context' must be a string "
+                                 "and 'qas' a list")
             for qa in par["qas"]:
                 for k in ("id", "question"):
-                    if k not in qa:
+                    if not isinstance(qa, dict) or k not in qa:
                         raise InputError(path, f"article {ai} paragraph {pi}: question without {k!r}")
-                qid = str(qa["id"])
+                qid = qa["id"]
+                if not isinstance(qid, str):
+                    raise InputError(path, f"article {ai} paragraph {pi}: question id must be a "
+                                     f"string, got {qid!r}", line_of(path, json.dumps(qid)))
+                expect_type(path, qa["question"], str, f"question {qid}: 'question'",
+                            lambda: _where(path, qid))
                 if qid in seen:
-                    raise InputError(path, f"duplicate question id {qid}")
+                    raise InputError(path, f"duplicate question id {qid}",
+                                     line_of(path, json.dumps(qid), nth=2))
                 seen.add(qid)
                 answers = _answers(path, qa, "answers", qid)
                 rows.append({
-                    "id": qid, "article": ai, "paragraph": pi, "title": str(art.get("title", "")),
+                    "id": qid, "article": ai, "paragraph": pi, "title": title,
                     "context": par["context"], "question": qa["question"], "answers": answers,
                     "plausible_answers": _answers(path, qa, "plausible_answers", qid),
-                    "is_impossible": bool(qa.get("is_impossible", not answers)),
+                    "is_impossible": expect_type(path, qa.get("is_impossible", not answers), bool,
+                                                 f"question {qid}: 'is_impossible'",
+                                                 lambda: _where(path, qid)),
                 })
     if not rows:
         raise InputError(path, "no questions found")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import InputError
-from ..io import read_jsonl
+from ..io import expect_type, read_jsonl
 
 SPLITS = ("train", "dev", "test")
 REQUIRED = ("subject", "question", "score", "majority")
@@ -54,10 +54,13 @@ def normalise(table: str, paths: dict) -> pd.DataFrame:
             raise InputError(path, "empty or non-string 'subject'", line)
         if not isinstance(question, str) or not question.strip():
             raise InputError(path, "empty or non-string 'question'", line)
-        try:
-            score = int(rec["score"])
-        except (TypeError, ValueError):
-            raise InputError(path, f"'score' must be an integer, got {rec['score']!r}", line) from None
+        score = expect_type(path, rec["score"], int, "field 'score'", line)
+        labels = expect_type(path, rec.get("labels") or [], list, "field 'labels'", line)
+        for x in labels:
+            expect_type(path, x, str, "each of 'labels'", line)
+        true_votes = expect_type(path, rec.get("true_votes") or 0, int, "field 'true_votes'", line)
+        high = rec.get("high_quality", score == 3)
+        expect_type(path, high, bool, "field 'high_quality'", line)
         rows.append({
             "id": f"{table}-{line}",
             "split": table,
@@ -65,9 +68,9 @@ def normalise(table: str, paths: dict) -> pd.DataFrame:
             "question": question.strip(),
             "answer": _bool(path, rec["answer"], "answer", line) if rec.get("answer") is not None else None,
             "score": score,
-            "high_quality": bool(rec.get("high_quality", score == 3)),
+            "high_quality": high,
             "majority": _bool(path, rec["majority"], "majority", line),
-            "true_votes": int(rec.get("true_votes") or 0),
-            "labels": [str(x) for x in rec.get("labels") or []],
+            "true_votes": true_votes,
+            "labels": labels,
         })
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import InputError
-from ..io import open_text, read_jsonl
+from ..io import expect_type, open_text, read_jsonl
 
 SPLITS = ("dev", "test", "train_xs", "train_s", "train_m", "train_l", "train_xl", "train_debiased")
 
@@ -55,6 +55,9 @@ def normalise(table: str, paths: dict) -> pd.DataFrame:
     path = paths[f"{table}.jsonl"]
     rows, seen = [], {}
     for lineno, rec in read_jsonl(path, required=("qID", "sentence", "option1", "option2")):
+        for k in ("qID", "sentence", "option1", "option2"):
+            expect_type(path, rec[k], str, f"field {k!r}", lineno)
+        expect_type(path, rec.get("answer"), (str, int, type(None)), "field 'answer'", lineno)
         if rec["sentence"].count("_") != 1:
             raise InputError(path, f"sentence must contain exactly one '_' "
                              f"(found {rec['sentence'].count('_')})", lineno)
@@ -62,8 +65,8 @@ def normalise(table: str, paths: dict) -> pd.DataFrame:
             raise InputError(path, f"duplicate qID {rec['qID']} (first on line {seen[rec['qID']]})",
                              lineno)
         seen[rec["qID"]] = lineno
-        rows.append({"id": str(rec["qID"]), "sentence": rec["sentence"],
-                     "option1": str(rec["option1"]), "option2": str(rec["option2"]),
+        rows.append({"id": rec["qID"], "sentence": rec["sentence"],
+                     "option1": rec["option1"], "option2": rec["option2"],
                      "answer": _label(path, rec.get("answer"), lineno), "_line": lineno})
     lab_path = paths.get(f"{table}-labels.lst")
     if lab_path is not None:

@@ -61,21 +61,35 @@ def parse_categories(path, codes: str, names: str, line: int) -> tuple[list[str]
     return sorted(set(name_list), key=lambda n: NAME_TO_CODE[n]), True
 
 
+def _records(path, reader):
+    while True:
+        try:
+            rec = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise InputError(path, f"malformed CSV ({exc})", reader.line_num) from None
+        yield rec
+
+
 def read_winowhat_csv(path, require_answer: bool = True) -> pd.DataFrame:
     """Read a CSV with the WinoWhat columns (the release or a user-supplied file)."""
     with open_text(path) as fh:
         text = fh.read()
-    reader = csv.reader(io.StringIO(text, newline=""))
+    # strict: an unterminated quote (a truncated last line) is an error, not a silent field
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader)
     except StopIteration:
         raise InputError(path, "file is empty") from None
+    except csv.Error as exc:
+        raise InputError(path, f"malformed CSV ({exc})", reader.line_num) from None
     missing = [c for c in HEADER[:5] if c not in header]
     if missing:
         raise InputError(path, f"missing column(s) {', '.join(missing)}", 1)
     col = {c: header.index(c) for c in HEADER if c in header}
     rows = []
-    for rec in reader:
+    for rec in _records(path, reader):
         line = reader.line_num
         if not any(x.strip() for x in rec):
             continue

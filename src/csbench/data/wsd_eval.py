@@ -6,13 +6,14 @@ WordNet 3.0 sense keys). Each row is one ``<instance>`` with its sentence and go
 """
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import InputError
-from ..io import open_text
+from ..io import line_of, open_text
 
 DATASETS = ("ALL", "senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")
 
@@ -43,6 +44,10 @@ def tables(files: list[str]) -> dict[str, list[str]]:
     return out
 
 
+# WordNet sense key: lemma%ss_type:lex_filenum:lex_id:head_word:head_id
+SENSE_KEY = re.compile(r"^[^%\s]+%[1-5]:\d{2}:\d{2}:[^:\s]*:(\d{2})?$")
+
+
 def read_keys(path: str | Path) -> dict[str, list[str]]:
     keys: dict[str, list[str]] = {}
     with open_text(path) as fh:
@@ -50,8 +55,12 @@ def read_keys(path: str | Path) -> dict[str, list[str]]:
             parts = line.split()
             if not parts:
                 continue
-            if len(parts) < 2 or "%" not in parts[1]:
+            if len(parts) < 2:
                 raise InputError(path, "expected '<instance_id> <sensekey> [...]'", lineno)
+            bad = [k for k in parts[1:] if not SENSE_KEY.match(k)]
+            if bad:
+                raise InputError(path, f"not a WordNet sense key: {bad[0]!r} (a truncated line?)",
+                                 lineno)
             if parts[0] in keys:
                 raise InputError(path, f"duplicate instance id {parts[0]}", lineno)
             keys[parts[0]] = parts[1:]
@@ -61,7 +70,7 @@ def read_keys(path: str | Path) -> dict[str, list[str]]:
 
 
 def read_instances(path: str | Path, name: str) -> list[dict]:
-    rows = []
+    rows, seen = [], set()
     try:
         events = ET.iterparse(str(path), events=("end",))
         for _, el in events:
@@ -72,7 +81,12 @@ def read_instances(path: str | Path, name: str) -> list[dict]:
                 if t.tag == "instance":
                     for k in ("id", "lemma", "pos"):
                         if k not in t.attrib:
-                            raise InputError(path, f"instance without {k!r} in sentence {el.get('id')}")
+                            raise InputError(path, f"instance without {k!r} in sentence {el.get('id')}",
+                                             line_of(path, f'id="{el.get("id")}"'))
+                    if t.get("id") in seen:
+                        raise InputError(path, f"duplicate instance id {t.get('id')}",
+                                         line_of(path, f'id="{t.get("id")}"', nth=2))
+                    seen.add(t.get("id"))
                     rows.append({"id": t.get("id"), "dataset": name, "sentence_id": el.get("id"),
                                  "position": i, "word": t.text or "", "lemma": t.get("lemma"),
                                  "pos": t.get("pos"), "tokens": toks})

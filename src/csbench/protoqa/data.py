@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..io import open_text, read_jsonl
+from ..io import PairsDict, line_of, open_text, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -99,15 +99,20 @@ def load_predictions(path: str | Path) -> Predictions:
         text = fh.read()
     if not text.strip():
         raise InputError(path, "file is empty")
+    # PairsDict keeps an id given twice in one object (json would keep only the last list)
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=PairsDict.from_pairs)
     except json.JSONDecodeError:
         doc = None
     if isinstance(doc, dict) and not ("question_id" in doc and "ranked_answers" in doc):
-        for qid, answers in doc.items():
-            _add(preds, path, qid, answers, None)
+        seen: dict[str, int] = {}
+        for qid, answers in doc.pairs:
+            seen[qid] = seen.get(qid, 0) + 1
+            # (lines are looked up only for a repeated id: the format has one object, no lines)
+            line = line_of(path, json.dumps(qid), nth=seen[qid]) if seen[qid] > 1 else None
+            _add(preds, path, qid, answers, line)
         return preds
-    for lineno, rec in read_jsonl(path):
+    for lineno, rec in read_jsonl(path, object_pairs_hook=PairsDict.from_pairs):
         if "question_id" in rec:
             if "ranked_answers" not in rec:
                 raise InputError(path, "'question_id' without 'ranked_answers'", lineno)
@@ -115,7 +120,7 @@ def load_predictions(path: str | Path) -> Predictions:
         else:
             if not rec:
                 preds.report("empty_line", None, "empty JSON object", lineno)
-            for qid, answers in rec.items():
+            for qid, answers in rec.pairs:
                 _add(preds, path, qid, answers, lineno)
     return preds
 
