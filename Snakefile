@@ -2,9 +2,13 @@
 # Thin entry point: config validation, rule includes, and `rule all` (built in common.smk).
 import os
 
+from csbench.config import check_config_files
 from csbench.config import validate as validate_config
 from csbench.runtime import job_environment
 from csbench.wordnet import use_nltk_data
+
+
+check_config_files(["config.yaml"])  # an empty file or YAML error: named with file and line
 
 
 configfile: "config.yaml"

@@ -64,6 +64,44 @@ def load_schema(path: str | Path) -> tuple[dict, Registry]:
     return schema, registry
 
 
+def load_config_file(path: str | Path) -> dict:
+    """Read a YAML (or JSON) config file; an empty file, a syntax error or a top level that is
+    not a mapping raise :class:`ConfigError` naming the file and, for syntax errors, the line and
+    column (Snakemake's own loader names neither)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: config file is not valid UTF-8") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        raise ConfigError(f"{where}: YAML syntax error: {what}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: YAML error: {exc}") from None
+    if data is None:
+        raise ConfigError(f"{path}: config file is empty (expected a mapping of config keys, "
+                          "e.g. `tasks: [protoqa]`)")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: the top level must be a mapping of config keys, got "
+                          f"{type(data).__name__}")
+    return data
+
+
+def check_config_files(paths) -> None:
+    """:func:`load_config_file` on each existing path (the Snakefile calls it on its own
+    ``config.yaml`` before ``configfile:``, so a broken file is named with its line)."""
+    for p in paths:
+        if Path(p).exists():
+            load_config_file(p)
+
+
 def _key(error) -> str:
     parts = [str(p) for p in error.absolute_path]
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
@@ -79,6 +117,13 @@ def _key(error) -> str:
     return ".".join(parts) or "<root>"
 
 
+def _message(error) -> str:
+    if "propertyNames" in error.schema_path:
+        return (f"name {error.instance!r} must be a relative path of plain names (no '..', no "
+                "leading '/' or '.'): files land under results/raw/<source>/")
+    return error.message
+
+
 def validate(config: dict, schema_path: str | Path) -> dict:
     """Validate ``config`` in place (filling defaults); raise :class:`ConfigError` naming keys."""
     schema, registry = load_schema(schema_path)
@@ -88,7 +133,7 @@ def validate(config: dict, schema_path: str | Path) -> dict:
     list(validator.iter_errors(config))
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
-        lines = [f"config key '{_key(e)}': {e.message}" for e in errors[:20]]
+        lines = [f"config key '{_key(e)}': {_message(e)}" for e in errors[:20]]
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     return config
 
@@ -115,3 +160,28 @@ def check_schema_documented(schema_path: str | Path) -> list[str]:
 
     walk(yaml.safe_load(Path(schema_path).read_text()), "", True)
     return problems
+
+
+def main(argv=None) -> int:
+    """``python -m csbench.config FILE...``: check config files (syntax, then the schema) with
+    messages that name the file and line; Snakemake reads ``--configfile`` files before the
+    workflow runs and names neither."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    schema = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+    status = 0
+    for p in argv:
+        try:
+            cfg = load_config_file(p)
+            if schema.exists():
+                validate(cfg, schema)
+            print(f"{p}: ok")
+        except ConfigError as exc:
+            print(exc, file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,17 +4,29 @@ Files land atomically (a partial file never appears under its final name). From 
 is read from ``<mirror>/<source>/<file>`` or, failing that, ``<mirror>/<source>/<file>.gz``
 (decompressed on the way; the hash is that of the decompressed file). The configured hash may be
 null: then the actual hash is only recorded (in the returned manifest and the log).
+
+Retry policy: only transient network failures (connection refused/reset, timeouts, HTTP 408, 429
+and 5xx) are retried, here, with a back-off (``ATTEMPTS`` tries in all); a deterministic failure
+(HTTP 404, a hash mismatch, a missing or empty file, a corrupt archive) fails at once, with one
+message, and the download rule itself is not retried by Snakemake. Archive members larger than
+``MAX_MEMBER_BYTES`` (declared or actual) are refused: a decompression bomb stops there.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import logging
+import re
 import shutil
+import socket
 import tarfile
 import tempfile
+import time
+import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path
 
 from .errors import ChecksumError, InputError
@@ -23,6 +35,13 @@ from .io import atomic_path
 log = logging.getLogger(__name__)
 SKIP = "skip"
 CHUNK = 1 << 20
+ATTEMPTS = 4                     # tries of a download that fails transiently
+BACKOFF_S = 5.0                  # first wait between tries (doubles)
+MAX_MEMBER_BYTES = 4 << 30       # largest archive member extracted (decompression bombs)
+TRANSIENT_HTTP = {408, 425, 429, 500, 502, 503, 504}
+# file keys of sources.<s>.files: relative paths whose segments do not start with a dot (no '..',
+# no absolute paths, nothing outside results/raw/<source>/); the schema holds the same pattern
+FILE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$")
 
 
 def sha256_file(path: str | Path) -> str:
@@ -35,7 +54,14 @@ def sha256_file(path: str | Path) -> str:
 
 def wanted_files(source_cfg: dict) -> dict[str, str | None]:
     """The files of a source that are to be fetched (entries set to 'skip' are left out)."""
-    return {f: h for f, h in source_cfg.get("files", {}).items() if h != SKIP}
+    out = {f: h for f, h in source_cfg.get("files", {}).items() if h != SKIP}
+    for f in out:
+        if not FILE_NAME.match(f):
+            from .errors import ConfigError
+
+            raise ConfigError(f"file name {f!r}: must be a relative path of plain names "
+                              "(no '..', no leading '/' or '.')")
+    return out
 
 
 def _verify(tmp: Path, final: Path, expected: str | None, origin: str) -> str:
@@ -60,9 +86,9 @@ def copy_from_mirror(mirror: str | Path, source: str, name: str, dest: str | Pat
             origin = plain
         elif gz.exists():
             try:
-                with gzip.open(gz, "rb") as src, open(tmp, "wb") as out:
-                    shutil.copyfileobj(src, out, CHUNK)
-            except (OSError, EOFError) as exc:
+                with gzip.open(gz, "rb") as src:
+                    _copy_limited(src, tmp, MAX_MEMBER_BYTES, gz, name)
+            except (OSError, EOFError, zlib.error) as exc:
                 raise InputError(gz, f"corrupt gzip file ({exc})") from None
             origin = gz
         else:
@@ -73,30 +99,78 @@ def copy_from_mirror(mirror: str | Path, source: str, name: str, dest: str | Pat
         return _verify(tmp, dest, expected, str(origin))
 
 
-def _download(url: str, dest: Path, timeout: int = 60) -> None:
-    log.info("downloading %s", url)
-    req = urllib.request.Request(url, headers={"User-Agent": "csbench"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp, open(dest, "wb") as out:
-        shutil.copyfileobj(resp, out, CHUNK)
+def is_transient(exc: BaseException) -> bool:
+    """Whether a download error is worth retrying (network trouble, not a wrong URL or file)."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code in TRANSIENT_HTTP
+    if isinstance(exc, urllib.error.URLError):
+        return not isinstance(exc.reason, str) or "unknown url type" not in exc.reason
+    return isinstance(exc, (TimeoutError, socket.timeout, ConnectionError,
+                            http.client.IncompleteRead, http.client.RemoteDisconnected))
 
 
-def _extract_member(archive: Path, kind: str, name: str, dest: Path) -> None:
-    """Extract the member whose path ends with ``name`` from a zip or tar.gz archive."""
+def _download(url: str, dest: Path, timeout: int = 60, attempts: int = ATTEMPTS,
+              backoff: float = BACKOFF_S) -> None:
+    """Download ``url`` to ``dest``, retrying transient failures only (see the module doc)."""
+    for attempt in range(1, attempts + 1):
+        log.info("downloading %s%s", url, f" (try {attempt} of {attempts})" if attempt > 1 else "")
+        req = urllib.request.Request(url, headers={"User-Agent": "csbench"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp, open(dest, "wb") as out:
+                shutil.copyfileobj(resp, out, CHUNK)
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted into transient or not below
+            if not is_transient(exc):
+                if isinstance(exc, urllib.error.HTTPError):
+                    raise InputError(url, f"HTTP {exc.code} {exc.reason} (not retried)") from None
+                raise
+            if attempt == attempts:
+                raise InputError(url, f"download failed {attempts} times, last: {exc}") from None
+            wait = backoff * 2 ** (attempt - 1)
+            log.warning("%s: %s; transient, retrying in %.0f s", url, exc, wait)
+            time.sleep(wait)
+
+
+def _copy_limited(src, dest: Path, limit: int, archive: Path, name: str) -> None:
+    """Copy an archive member, refusing more than ``limit`` bytes (whatever its header says)."""
+    n = 0
+    with open(dest, "wb") as out:
+        for block in iter(lambda: src.read(CHUNK), b""):
+            n += len(block)
+            if n > limit:
+                raise InputError(archive, f"member {name} exceeds {limit} bytes when "
+                                 "decompressed (refused: decompression bomb or wrong file)")
+            out.write(block)
+
+
+def _extract_member(archive: Path, kind: str, name: str, dest: Path,
+                    max_bytes: int = MAX_MEMBER_BYTES) -> None:
+    """Extract the member whose path ends with ``name`` from a zip or tar.gz archive (at most
+    ``max_bytes`` decompressed bytes: the declared size is checked first, then the bytes read)."""
     suffix = "/" + name
-    if kind == "zip":
-        with zipfile.ZipFile(archive) as zf:
-            members = [m for m in zf.namelist() if m == name or m.endswith(suffix)]
-            if not members:
-                raise InputError(archive, f"archive has no member {name}")
-            with zf.open(members[0]) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out, CHUNK)
-    else:
-        with tarfile.open(archive, "r:*") as tf:
-            members = [m for m in tf.getmembers() if m.isfile() and (m.name == name or m.name.endswith(suffix))]
-            if not members:
-                raise InputError(archive, f"archive has no member {name}")
-            with tf.extractfile(members[0]) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out, CHUNK)
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(archive) as zf:
+                members = [m for m in zf.infolist() if m.filename == name or m.filename.endswith(suffix)]
+                if not members:
+                    raise InputError(archive, f"archive has no member {name}")
+                if members[0].file_size > max_bytes:
+                    raise InputError(archive, f"member {name} declares {members[0].file_size} "
+                                     f"bytes, over the limit of {max_bytes}")
+                with zf.open(members[0]) as src:
+                    _copy_limited(src, dest, max_bytes, archive, name)
+        else:
+            with tarfile.open(archive, "r:*") as tf:
+                members = [m for m in tf.getmembers() if m.isfile() and (m.name == name or m.name.endswith(suffix))]
+                if not members:
+                    raise InputError(archive, f"archive has no member {name}")
+                if members[0].size > max_bytes:
+                    raise InputError(archive, f"member {name} declares {members[0].size} bytes, "
+                                     f"over the limit of {max_bytes}")
+                with tf.extractfile(members[0]) as src:
+                    _copy_limited(src, dest, max_bytes, archive, name)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(archive, f"corrupt {kind} archive ({exc})") from None
 
 
 def fetch_source(source: str, source_cfg: dict, outdir: str | Path, mirror: str | None = None) -> dict[str, str]:

@@ -1,5 +1,7 @@
-# Raw-data layer: one download rule per source (local, retried, verified, atomic), then
+# Raw-data layer: one download rule per source (local, verified, atomic), then
 # normalisation of each source into Parquet tables under results/data/<source>/.
+# No `retries:` here: csbench.fetch retries transient network errors itself; a hash mismatch,
+# a missing or empty file fails once, with one message.
 
 
 for _src in [s for s in csbench.data.SOURCES if wanted_files(config["sources"][s])]:
@@ -16,7 +18,6 @@ for _src in [s for s in csbench.data.SOURCES if wanted_files(config["sources"][s
         log:
             f"logs/raw/{_src}.log",
         localrule: True
-        retries: 3
         conda:
             "../../envs/core.yaml"
         script:

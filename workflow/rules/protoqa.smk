@@ -40,25 +40,27 @@ rule protoqa_generate:
         "../scripts/protoqa_generate.py"
 
 
+# One job per (predictions file, similarity): scoring a file needs only that file (and, for the
+# embedding similarity, the encoder), never the LM behind other, generated files.
 rule protoqa_eval:
     input:
         questions=data_table("protoqa", PQ["targets"]),
-        predictions=list(PQ_PREDICTIONS.values()),
+        predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
     output:
-        [f"{PROTOQA}/eval/{p}/{{similarity}}.tsv" for p in PQ_PREDICTIONS],
+        f"{PROTOQA}/eval/{{predictions}}/{{similarity}}.tsv",
     wildcard_constraints:
         similarity="exact|wordnet|embedding",
+        predictions=r"[A-Za-z0-9._-]+",
     params:
-        names=list(PQ_PREDICTIONS),
         encoder=config["models"]["embedder"],
         cache_dir=EMBED_CACHE,
         threshold=PQ["embedding_threshold"],
         missing=PQ["missing_questions"],
         stopword_only_match=PQ["stopword_only_match"],
     log:
-        "logs/protoqa/eval/{similarity}.log",
+        "logs/protoqa/eval/{predictions}/{similarity}.log",
     benchmark:
-        "benchmarks/protoqa/eval/{similarity}.tsv"
+        "benchmarks/protoqa/eval/{predictions}/{similarity}.tsv"
     threads: 1
     resources:
         mem_mb=4000,

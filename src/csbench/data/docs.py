@@ -13,6 +13,36 @@ Every source is normalised into Parquet tables under `results/data/<source>/<tab
 """
 
 
+# Default raw files whose sha256 stays null in workflow/schemas/config.schema.yaml (the hash is
+# recorded in the download log, not checked), and why; a test keeps this list equal to the schema.
+UNPINNED = {
+    "twentyq/twentyquestions-train.jsonl": "members of the official GCS tarball; no copy of the "
+    "official bytes could be obtained to hash (only a third-party hash of `all.jsonl` is known)",
+    "twentyq/twentyquestions-dev.jsonl": "as above",
+    "twentyq/twentyquestions-test.jsonl": "as above",
+    "protoqa/train.jsonl": "too large for every snapshot of iesl/protoqa-data that could be "
+    "reached; only derived copies exist",
+    "wsc273/WSCollection.xml": "the only reachable copy (cglez/winograd) is 113238 B while the HF "
+    "loader reports 113235 B for the NYU file: byte identity with the official file is unverified",
+    "winowhat/WinoWhat.csv": "the reachable copy was rebuilt from search-index text of a "
+    "third-party repository; byte identity with the Zenodo release is unverified",
+    "squad_v2/train-v2.0.json": "too large for every snapshot that could be reached; no hash of "
+    "the official file was found",
+}
+
+FOOTER = """
+## Raw-file checksums
+
+Every default raw file has a pinned sha256 in `workflow/schemas/config.schema.yaml` (checked on
+download and on copy from a mirror) except these, whose official bytes could not be established;
+their hash is recorded in `logs/raw/<source>.log` and not checked. Pin one by setting
+`sources.<source>.files.<file>: <sha256>` in your config.
+
+| file | why it is unpinned |
+|---|---|
+"""
+
+
 def render() -> str:
     out = [HEADER]
     for source in SOURCES:
@@ -27,6 +57,9 @@ def render() -> str:
         out.append("\n| column | description |\n|---|---|\n")
         for col, desc in mod.COLUMNS.items():
             out.append(f"| `{col}` | {desc} |\n")
+    out.append(FOOTER)
+    for name, why in UNPINNED.items():
+        out.append(f"| `{name}` | {why} |\n")
     return "".join(out)
 
 
