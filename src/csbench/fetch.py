@@ -144,9 +144,11 @@ def _copy_limited(src, dest: Path, limit: int, archive: Path, name: str) -> None
 
 
 def _extract_member(archive: Path, kind: str, name: str, dest: Path,
-                    max_bytes: int = MAX_MEMBER_BYTES) -> None:
+                    max_bytes: int | None = None) -> None:
     """Extract the member whose path ends with ``name`` from a zip or tar.gz archive (at most
-    ``max_bytes`` decompressed bytes: the declared size is checked first, then the bytes read)."""
+    ``max_bytes`` decompressed bytes, default ``MAX_MEMBER_BYTES``: the declared size is checked
+    first, then the bytes read)."""
+    max_bytes = MAX_MEMBER_BYTES if max_bytes is None else max_bytes
     suffix = "/" + name
     try:
         if kind == "zip":

@@ -4,7 +4,7 @@ import pandas as pd
 from csbench.contamination.corpus import shard_size
 from csbench.contamination.scan import ProbeIndex, Scanner
 from csbench.io import write_json, write_parquet
-from csbench.logs import snakemake_logger
+from csbench.logs import progress, snakemake_logger
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
@@ -13,9 +13,10 @@ index = ProbeIndex(pd.read_parquet(snakemake.input.probes), n=ng["n"], min_words
                    methods=p.methods, max_gap=ng["max_gap"])
 log.info("shard %s: %d pieces, %d bytes on disk", snakemake.wildcards.shard, len(p.shard),
          shard_size(p.shard))
-scanner = Scanner(index, batch_bytes=p.batch_bytes).scan_pieces(
-    p.shard, corpus["format"], corpus["text_field"], corpus["id_field"],
-    read_ahead=p.read_ahead and snakemake.threads > 1)
+with progress(shard_size(p.shard), f"scan of shard {snakemake.wildcards.shard}", unit="B") as prog:
+    scanner = Scanner(index, batch_bytes=p.batch_bytes).scan_pieces(
+        p.shard, corpus["format"], corpus["text_field"], corpus["id_field"],
+        read_ahead=p.read_ahead and snakemake.threads > 1, progress=prog)
 stats = dict(scanner.stats(), disk_bytes=shard_size(p.shard), pieces=[list(x) for x in p.shard])
 log.info("scan: %s", stats)
 write_parquet(scanner.table(), snakemake.output.hits)

@@ -190,7 +190,7 @@ class Scanner:
 
     def scan_pieces(self, shard, fmt: str, text_field: str = "text", id_field: str | None = None,
                     block: int = jsonl.BLOCK, max_bytes: int | None = None,
-                    read_ahead: bool = False) -> "Scanner":
+                    read_ahead: bool = False, progress=None) -> "Scanner":
         """Scan a shard's pieces ``(path, start, end)``. With the compiled engine JSON lines take
         the fused path of :mod:`.jsonl` (raw bytes to folded batches in one kernel, no Python
         object per document) and Parquet string columns that of :mod:`.columnar` (Arrow buffers
@@ -199,12 +199,15 @@ class Scanner:
         stops after the block or document in which that many text bytes were scanned.
         ``read_ahead``: compressed JSON lines are decompressed in a second thread, a block ahead
         of the scan (:func:`.jsonl._chunks_ahead`; plain files gain nothing from it); same
-        results."""
+        results. ``progress``: a :class:`csbench.logs.Progress` over the shard's on-disk bytes
+        (:func:`.corpus.shard_size`), advanced as pieces are scanned (:class:`_ShardProgress`)."""
+        track = _ShardProgress(progress, shard)
         if fmt not in ("jsonl", "parquet") or self.kernel is None or not jsonl.available():
-            docs = corpus.shard_documents(shard, fmt, text_field, id_field)
+            docs = track.documents(fmt, text_field, id_field)
             return self.scan(docs if max_bytes is None else _upto(docs, max_bytes))
         for piece in shard:
             piece = tuple(piece)
+            track.next_piece(piece)
             if fmt == "jsonl":
                 batches = jsonl.iter_batches(piece, text_field, id_field, block,
                                              read_ahead and piece[0].endswith(corpus.COMPRESSED))
@@ -213,6 +216,7 @@ class Scanner:
             else:      # (a text column that is not a string column: the error is reported there)
                 docs = corpus.iter_documents(piece, fmt, text_field, id_field)
                 self.scan(docs if max_bytes is None else _upto(docs, max_bytes - self.bytes))
+                track.piece_done()
                 continue
             for b in batches:
                 t0 = time.process_time()
@@ -221,8 +225,10 @@ class Scanner:
                 self.seconds += time.process_time() - t0 + b.seconds
                 self.bytes += b.nbytes
                 self.docs += len(b.lo)
+                track.text(b.nbytes)
                 if max_bytes is not None and self.bytes >= max_bytes:
                     return self
+            track.piece_done()
         return self
 
     def _batch_kernel(self, ids: list[str], bufs: list[bytes]) -> None:
@@ -409,6 +415,46 @@ class Scanner:
         return dict(documents=self.docs, bytes=self.bytes, candidates=self.candidates,
                     seconds=round(self.seconds, 3),
                     mb_per_s=round(self.bytes / 1e6 / self.seconds, 1) if self.seconds else None)
+
+
+class _ShardProgress:
+    """Drives a progress counter in on-disk bytes through a shard's pieces: exact at the end of
+    each piece; within an uncompressed piece the text bytes scanned so far stand in (a lower
+    bound: a line holds its text and more), within a compressed one nothing moves until it ends."""
+
+    def __init__(self, progress, shard):
+        self.progress = progress
+        self.shard = [tuple(p) for p in shard]
+        self.finished = 0
+        self.size = 0
+        self.plain = False
+        self.seen = 0
+
+    def next_piece(self, piece) -> None:
+        self.size = corpus.shard_size([piece])
+        self.plain = not str(piece[0]).endswith(corpus.COMPRESSED)
+        self.seen = 0
+
+    def text(self, nbytes: int) -> None:
+        if self.progress is not None and self.plain:
+            self.seen += nbytes
+            self.progress.set(self.finished + min(self.seen, self.size))
+
+    def piece_done(self) -> None:
+        self.finished += self.size
+        self.size = self.seen = 0
+        if self.progress is not None:
+            self.progress.set(self.finished)
+
+    def documents(self, fmt, text_field, id_field):
+        """The documents of the shard (as :func:`.corpus.shard_documents`), counted."""
+        for piece in self.shard:
+            self.next_piece(piece)
+            for doc in corpus.iter_documents(piece, fmt, text_field, id_field):
+                if self.progress is not None:
+                    self.text(len(doc[1]))
+                yield doc
+            self.piece_done()
 
 
 def _upto(documents, max_bytes: int):

@@ -380,7 +380,10 @@ class LMScorer:
         """Run ``fn`` on consecutive chunks of ``units`` of total weight <= the batch size,
         halving the batch size on out-of-memory errors when it is automatic (a single unit
         that still does not fit goes to ``fallback``, e.g. a shared group run unshared)."""
+        from ..logs import progress
+
         bs = self._start_batch_size()
+        prog = progress(sum(weight(u) for u in units), "LM scoring", unit="rows")
         i = 0
         while i < len(units):
             j, w = i, 0
@@ -398,6 +401,7 @@ class LMScorer:
                         raise
                     self.stats["oom_backoffs"] += 1
                     fallback(units[i:j])
+                    prog.update(weight(units[i]))
                     i = j
                     continue
                 bs = max(1, bs // 2)
@@ -405,7 +409,9 @@ class LMScorer:
                 self.stats["oom_backoffs"] += 1
                 log.warning("out of memory at batch size %d; retrying with %d", bs * 2, bs)
                 continue
+            prog.update(sum(weight(u) for u in units[i:j]))
             i = j
+        prog.close()
 
     def _start_batch_size(self) -> int:
         if self.batch_size != "auto":
