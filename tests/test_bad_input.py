@@ -550,12 +550,18 @@ def test_outputs_respect_the_umask(tmp_path, mask):
             fh.write("x")
         with atomic_dir(tmp_path / "model") as d:
             (d / "weights.bin").write_bytes(b"0")
+            (d / "sub").mkdir(mode=0o700)
+            fd = os.open(d / "sub" / "private.safetensors", os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)                        # (as transformers writes model.safetensors)
     finally:
         os.umask(old)
     for name in ("t.tsv", "t.parquet", "t.json", "t.txt"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~mask, name
     assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o777 & ~mask
     assert stat.S_IMODE((tmp_path / "model" / "weights.bin").stat().st_mode) == 0o666 & ~mask
+    assert stat.S_IMODE((tmp_path / "model" / "sub").stat().st_mode) == 0o777 & ~mask
+    assert (stat.S_IMODE((tmp_path / "model" / "sub" / "private.safetensors").stat().st_mode)
+            == 0o666 & ~mask)
     assert not list(tmp_path.glob(".*.part"))
 
 
@@ -742,6 +748,22 @@ def test_scan_reports_progress_through_the_shard(tmp_path):
         Scanner(ProbeIndex(probes, n=5, min_words=3), batch_bytes=2000).scan_pieces(
             [(str(corpus), 0, -1)], "jsonl", "text", "id", progress=prog)
     assert seen and seen[-1] == size and seen == sorted(seen)
+
+
+def test_lm_scoring_reports_progress(caplog):
+    from collections import defaultdict
+
+    from csbench.lm.score import LMScorer
+
+    stub = object.__new__(LMScorer)          # only what _batched needs: no model
+    stub.batch_size, stub.stats = 3, defaultdict(int)
+    done = []
+    with caplog.at_level(logging.INFO, logger="csbench.progress"):
+        stub._batched(list(range(10)), lambda b: done.extend(b), weight=lambda u: 1)
+    assert done == list(range(10))
+    msgs = [r.getMessage() for r in caplog.records]
+    assert msgs and msgs[-1].startswith("LM scoring: 10 rows of 10 rows (100%)")
+    assert any("ETA" in m for m in msgs[:-1])
 
 
 # -- finding 7: config file errors ---------------------------------------------------------------

@@ -63,12 +63,28 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             tmp.unlink()
 
 
+def publish_tree(path: str | Path) -> None:
+    """Give a directory tree the modes ``open``/``mkdir`` would have given it under the current
+    umask (files 0666, directories 0777, less the umask; executable files keep their x bits).
+    For trees written by third-party code that uses ``mkstemp`` (transformers writes
+    ``model.safetensors`` 0600)."""
+    mask = current_umask()
+    for root, dirs, files in os.walk(path):
+        os.chmod(root, 0o777 & ~mask)
+        for f in files:
+            p = os.path.join(root, f)
+            if os.path.islink(p):
+                continue
+            mode = os.stat(p).st_mode
+            os.chmod(p, (0o777 if mode & 0o100 else 0o666) & ~mask)
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Yield a temporary directory next to ``path``; it replaces ``path`` only on success.
 
-    The directory (and everything written into it) keeps the umask: 0777 less the umask for the
-    directory itself, not the 0700 of ``mkdtemp``.
+    The directory and everything written into it get the umask's modes (:func:`publish_tree`),
+    not ``mkdtemp``'s 0700 or the 0600 of files that writers made with ``mkstemp``.
     """
     import shutil
 
@@ -78,6 +94,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     try:
         _public_mode(tmp, directory=True)
         yield tmp
+        publish_tree(tmp)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
