@@ -24,6 +24,22 @@ def job_environment() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def host_has_gpu() -> bool:
+    """Whether this process can open an NVIDIA GPU, cheaply (no torch import at parse time): what
+    ``device: auto`` means for the ``gpu`` resource rules ask for (workflow/rules/common.smk).
+    A GPU hidden from the process (the device cgroup of a SLURM job without GPUs) cannot be
+    opened and does not count."""
+    import glob
+
+    for dev in sorted(glob.glob("/dev/nvidia[0-9]*")):
+        try:
+            os.close(os.open(dev, os.O_RDWR))
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def limit_threads(n) -> int | None:
     """Cap the thread pools of this process at ``n`` (a rule's ``threads``): environment variables
     for libraries not loaded yet, and the live setting of torch and faiss when they are."""

@@ -1,5 +1,6 @@
 # Shared helpers: wildcard constraints, path helpers and the target registry behind `rule all`.
 import csbench.data
+import csbench.runtime
 from csbench.fetch import wanted_files
 
 
@@ -92,21 +93,8 @@ def device_gpus(device):
     if device.startswith("cuda"):
         return 1
     if device == "auto":
-        return int(host_has_gpu())
+        return int(csbench.runtime.host_has_gpu())
     return 0
-
-
-def host_has_gpu():
-    import glob
-
-    # a GPU a job may not use (device cgroup of a SLURM job without GPUs) cannot be opened
-    for dev in sorted(glob.glob("/dev/nvidia[0-9]*")):
-        try:
-            os.close(os.open(dev, os.O_RDWR))
-            return True
-        except OSError:
-            continue
-    return False
 
 
 LM_GPU = device_gpus(config["lm"]["device"])  # LM rules: lm.device
