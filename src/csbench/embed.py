@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .models import resolve
+from .models import provenance, resolve
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,13 @@ def text_key(text: str) -> str:
 
 
 def encoder_key(spec: str) -> str:
-    """A file-system safe name for an encoder spec."""
+    """A file-system safe name for an encoder spec. A directory materialised by csbench is named
+    by its provenance (spec and weights hash), so a changed ``models.embedder`` never reuses the
+    vectors of the previous encoder."""
+    p = Path(str(spec)) / "provenance.json"
+    if p.exists():
+        prov = provenance(p.parent)
+        spec = f"{prov['spec'].get('label', spec)}-{(prov.get('file_sha256') or '')[:12]}"
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(spec)).strip("_")
     return name[-80:] or "encoder"
 

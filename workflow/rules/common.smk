@@ -2,6 +2,7 @@
 import csbench.data
 import csbench.runtime
 from csbench.fetch import wanted_files
+from csbench.modelspec import check_config_models
 
 
 wildcard_constraints:
@@ -41,6 +42,26 @@ def model_dir(name):
     return f"{MODELS}/{name}"
 
 
+# Every model spec is parsed and checked here, at parse time: a local path that does not exist,
+# a bare owner/name that is not a directory, a malformed wheel spec fail a dry run.
+MODEL_SPECS = check_config_models(config)
+
+
+def embedder_spec():
+    """What jobs pass to csbench.embed.Embedder: the materialised directory for specs that need
+    materialising (GGUF, wheels, hub ids), else the spec itself (a directory or an offline alias)."""
+    spec = MODEL_SPECS.get("embedder")
+    if spec is not None and spec.needs_materialise:
+        return model_dir("embedder")
+    return config["models"]["embedder"]
+
+
+def embedder_input():
+    """The materialised embedder directory as a job input, where there is one."""
+    spec = MODEL_SPECS.get("embedder")
+    return [model_dir("embedder")] if spec is not None and spec.needs_materialise else []
+
+
 def model_spec(name):
     for group in ("lm", "qa"):
         if name in config["models"][group]:
@@ -48,6 +69,14 @@ def model_spec(name):
     if name == "embedder":
         return config["models"]["embedder"]
     raise WorkflowError(f"model {name!r} is not configured under models.lm or models.qa")
+
+
+def model_where(name):
+    """The config key of a model name, for error messages."""
+    for group in ("lm", "qa"):
+        if name in config["models"][group]:
+            return f"models.{group}.{name}"
+    return "models.embedder"
 
 
 def normalise_inputs(wildcards):

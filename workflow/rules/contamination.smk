@@ -65,13 +65,14 @@ rule contamination_semantic:
     input:
         probes=f"{CONT}/probes.parquet",
         files=lambda wc: CONT_PLAN.shard_files(wc.corpus, "semantic", wc.shard),
+        encoder_model=embedder_input(),
     output:
         f"{CONT}/scan/{{corpus}}/semantic/{{shard}}.parquet",
     params:
         shard=lambda wc: CONT_PLAN.shard(wc.corpus, "semantic", wc.shard),
         corpus=lambda wc: CONT_CFG["corpora"][wc.corpus],
         semantic=CONT_CFG["semantic"],
-        encoder=config["models"]["embedder"],
+        encoder=embedder_spec(),
     log:
         "logs/contamination/scan/{corpus}/semantic/{shard}.log",
     benchmark:
@@ -138,7 +139,7 @@ rule contamination_effect:
     input:
         unpack(lambda wc: CONT_PLAN.effect_inputs()),
     params:
-        random_models=[m for m, spec in config["models"]["lm"].items() if spec.startswith("random:")],
+        random_models=[m for m in config["models"]["lm"] if MODEL_SPECS[m].random],
     output:
         report(
             f"{CONT}/effect.tsv",

@@ -7,6 +7,7 @@ rule materialise_model:
         directory(f"{MODELS}/{{model}}"),
     params:
         spec=lambda wc: model_spec(wc.model),
+        where=lambda wc: model_where(wc.model),
     log:
         "logs/models/{model}.log",
     localrule: True
@@ -23,3 +24,4 @@ rule models:
     input:
         [model_dir(m) for m in config["models"]["lm"]],
         [model_dir(m) for m in config["models"]["qa"]],
+        embedder_input(),

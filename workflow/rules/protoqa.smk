@@ -46,13 +46,14 @@ rule protoqa_eval:
     input:
         questions=data_table("protoqa", PQ["targets"]),
         predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
+        encoder_model=lambda wc: embedder_input() if wc.similarity == "embedding" else [],
     output:
         f"{PROTOQA}/eval/{{predictions}}/{{similarity}}.tsv",
     wildcard_constraints:
         similarity="exact|wordnet|embedding",
         predictions=r"[A-Za-z0-9._-]+",
     params:
-        encoder=config["models"]["embedder"],
+        encoder=embedder_spec(),
         cache_dir=EMBED_CACHE,
         threshold=PQ["embedding_threshold"],
         missing=PQ["missing_questions"],

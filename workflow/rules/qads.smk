@@ -1,6 +1,7 @@
 # QADS: SQuAD 2.0 questions rewritten with WordNet synonyms chosen by WSD, WSD evaluated on the
 # unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
 import csbench.models
+import csbench.qads.workflow as _qdw
 
 QADS = "results/qads"
 QD = config["qads"]  # defaults filled by the config validation in the Snakefile
@@ -16,13 +17,14 @@ QADS_JSON = {s: f"{QADS}/original.json" if s == "original" else f"{QADS}/qads-{s
 
 rule qads_wsd_eval:
     input:
-        [data_table("wsd_eval", d) for d in QD["wsd_eval"]["datasets"]],
+        tables=[data_table("wsd_eval", d) for d in QD["wsd_eval"]["datasets"]],
+        encoder_model=embedder_input(),
     output:
         report(f"{QADS}/wsd_eval.tsv", caption="../report/qads_wsd_eval.rst", category="QADS"),
     params:
         qads=QD_BASE,
         datasets=QD["wsd_eval"]["datasets"],
-        encoder=config["models"]["embedder"],
+        encoder=embedder_spec(),
         cache=EMBED_CACHE,
     log:
         "logs/qads/wsd_eval.log",
@@ -41,6 +43,7 @@ rule qads_wsd_eval:
 rule qads_generate:
     input:
         data_table("squad_v2", QD["questions"]["table"]),
+        encoder_model=embedder_input(),
     output:
         subs=f"{QADS}/substitutions.parquet",
         original=f"{QADS}/original.json",
@@ -48,7 +51,7 @@ rule qads_generate:
         all=f"{QADS}/qads-all.json",
     params:
         qads=QD_BASE,
-        encoder=config["models"]["embedder"],
+        encoder=embedder_spec(),
         cache=EMBED_CACHE,
     log:
         "logs/qads/generate.log",
@@ -107,7 +110,8 @@ rule qads_predict:
         "../scripts/qads_predict.py"
 
 
-_QADS_PAIRS = [(m, s) for m in config["models"]["qa"] for s in QADS_SETS]
+QADS_QA_MODELS = _qdw.qa_models(QD["qa"], config["models"]["qa"])
+_QADS_PAIRS = [(m, s) for m in QADS_QA_MODELS for s in QADS_SETS]
 
 
 rule qads_score:
@@ -120,7 +124,8 @@ rule qads_score:
     params:
         pairs=_QADS_PAIRS,
         sets=QADS_SETS,
-        random={m: csbench.models.is_random(s) for m, s in config["models"]["qa"].items()},
+        random={m: MODEL_SPECS[m].random for m in config["models"]["qa"]},
+        source={m: MODEL_SPECS[m].label() for m in config["models"]["qa"]},
     log:
         "logs/qads/score.log",
     threads: 1
@@ -134,24 +139,30 @@ rule qads_score:
 
 
 QADS_FT = QD["finetune"]
+QADS_FT_TAG = _qdw.finetune_tag(QADS_FT)
+QADS_FT_SETS = _qdw.finetune_sets(QADS_FT)  # trained on + scored, in order
 
 
 rule qads_finetune_fold:
     input:
-        questions=QADS_JSON[QADS_FT["questions"]],
+        sets=[QADS_JSON[s] for s in QADS_FT_SETS if s != "squad"],
+        squad=[data_table("squad_v2", QD["questions"]["table"])] if "squad" in QADS_FT_SETS else [],
         model=lambda wc: model_dir(wc.model),
     output:
-        f"{QADS}/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{{fold}}.tsv",
+        scores=f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.tsv",
+        predictions=f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.predictions.json",
     wildcard_constraints:
         fold=r"\d+",
     params:
         ft=QADS_FT,
         qa=QD["qa"],
+        questions=QD["questions"],
+        set_names=[s for s in QADS_FT_SETS if s != "squad"],
         fold=lambda wc: int(wc.fold),
     log:
-        f"logs/qads/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{{fold}}.log",
+        f"logs/qads/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.log",
     benchmark:
-        f"benchmarks/qads/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{{fold}}.tsv"
+        f"benchmarks/qads/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.tsv"
     threads: 2
     resources:
         mem_mb=QD["qa"]["mem_mb"],
@@ -164,15 +175,21 @@ rule qads_finetune_fold:
 
 rule qads_finetune_gather:
     input:
-        [f"{QADS}/finetune/folds/{{model}}.{QADS_FT['questions']}.fold{k}.tsv"
-         for k in range(QADS_FT["folds"])],
+        scores=[f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{k}.tsv"
+                for k in range(QADS_FT["folds"])],
+        predictions=[f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{k}.predictions.json"
+                     for k in range(QADS_FT["folds"])],
+        sets=[QADS_JSON[s] for s in QADS_FT_SETS if s != "squad"],
+        squad=[data_table("squad_v2", QD["questions"]["table"])] if "squad" in QADS_FT_SETS else [],
     output:
-        report(f"{QADS}/finetune/{{model}}.{QADS_FT['questions']}.tsv",
+        report(f"{QADS}/finetune/{{model}}.{QADS_FT_TAG}.tsv",
                caption="../report/qads_finetune.rst", category="QADS"),
     params:
         questions=QADS_FT["questions"],
+        select=QD["questions"],
+        set_names=[s for s in QADS_FT_SETS if s != "squad"],
     log:
-        f"logs/qads/finetune/{{model}}.{QADS_FT['questions']}.log",
+        f"logs/qads/finetune/{{model}}.{QADS_FT_TAG}.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -187,6 +204,6 @@ register_targets(
     "qads",
     lambda: [f"{QADS}/{f}" for f in ("wsd_eval.tsv", "substitutions.parquet", "domains.tsv",
                                      "qa_scores.tsv")]
-    + ([f"{QADS}/finetune/{m}.{QADS_FT['questions']}.tsv" for m in config["models"]["qa"]]
+    + ([f"{QADS}/finetune/{m}.{QADS_FT_TAG}.tsv" for m in config["models"]["qa"]]
        if QADS_FT["enabled"] else []),
 )

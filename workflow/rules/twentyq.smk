@@ -33,6 +33,7 @@ rule twentyq_clean:
 rule twentyq_split:
     input:
         f"{TWENTYQ}/clean.parquet",
+        encoder_model=embedder_input(),
     output:
         train=f"{TWENTYQ}/split/train.parquet",
         test=f"{TWENTYQ}/split/test.parquet",
@@ -42,7 +43,7 @@ rule twentyq_split:
                          caption="../report/twentyq_admission.rst", category="20Q"),
     params:
         split=TQ["split"],
-        encoder=config["models"]["embedder"],
+        encoder=embedder_spec(),
         cache=EMBED_CACHE,
     log:
         "logs/twentyq/split.log",

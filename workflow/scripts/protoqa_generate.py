@@ -4,7 +4,7 @@ import time
 from csbench.io import write_json
 from csbench.lm.generate import sample_from_dir
 from csbench.logs import snakemake_logger
-from csbench.models import is_random_model_dir
+from csbench.models import provenance, provenance_columns
 from csbench.protoqa.baseline import question_to_prompt, rank_answers
 from csbench.protoqa.data import load_questions
 
@@ -19,11 +19,12 @@ samples = sample_from_dir(snakemake.input.model, prompts, g["num_samples"],
                           max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                           top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"])
 ranked = {q: rank_answers(s, g["top"]) for q, s in zip(qids, samples)}
-random_model = is_random_model_dir(snakemake.input.model)
+random_model = provenance_columns(snakemake.input.model)["random_model"]
 log.info("%d questions x %d samples in %.1fs%s", len(qids), g["num_samples"], time.time() - start,
          " (RANDOM MODEL: outputs are meaningless)" if random_model else "")
 for q, p in list(zip(qids, prompts))[:3]:
     log.info("%s: %r -> %s", q, p, ranked[q][:5])
 write_json(ranked, snakemake.output.ranked, indent=1)
 write_json({"model": snakemake.wildcards.model, "random_model": random_model,
+            "provenance": provenance(snakemake.input.model),
             "prompts": dict(zip(qids, prompts)), "settings": g}, snakemake.output.meta, indent=1)

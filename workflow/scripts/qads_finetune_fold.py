@@ -1,21 +1,26 @@
-"""One fold of the optional QADS fine-tuning: the un-fine-tuned model and a copy fine-tuned on
-the other folds, both scored on this fold's held-out questions (official SQuAD 2.0 metric)."""
+"""One fold of the optional QADS fine-tuning: the un-fine-tuned model (optional) and a copy
+fine-tuned on the other folds, scored on this fold's held-out questions of each scored set
+(official SQuAD 2.0 metric); held-out predictions are kept so the gather can pool the folds."""
 import pandas as pd
 
-from csbench.io import read_json, write_tsv
+from csbench.io import write_json, write_tsv
 from csbench.logs import snakemake_logger
-from csbench.models import is_random_model_dir
+from csbench.models import provenance_columns
 from csbench.qads.finetune import run_fold
+from csbench.qads.workflow import finetune_inputs
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
-random_model = is_random_model_dir(snakemake.input.model)
-if random_model:
+prov = provenance_columns(snakemake.input.model)
+if prov["random_model"]:
     log.warning("%s is a RANDOM model: its fine-tuning scores are meaningless", snakemake.input.model)
-rows = run_fold(snakemake.input.model, read_json(snakemake.input.questions)["data"], int(p.fold),
-                p.ft, p.qa)
+sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.questions)
+predictions = {}
+rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, p.qa, predictions=predictions)
 for r in rows:
     log.info("%s", r)
 out = pd.DataFrame(rows)
-out["random_model"] = random_model
-write_tsv(out, snakemake.output[0])
+for col, value in prov.items():  # where the weights came from
+    out[col] = value
+write_json(predictions, snakemake.output.predictions)
+write_tsv(out, snakemake.output.scores)

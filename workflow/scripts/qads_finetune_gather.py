@@ -1,16 +1,28 @@
-"""Gather the folds of the optional QADS fine-tuning of one model (plus a mean row per split)."""
+"""Gather the folds of the optional QADS fine-tuning of one model: per-fold rows, a mean row per
+split and scored set, and a pooled row (the official metric over every fold's held-out
+predictions together)."""
 import pandas as pd
 
-from csbench.io import write_tsv
+from csbench.io import read_json, write_tsv
 from csbench.logs import snakemake_logger
-from csbench.qads.finetune import with_means
+from csbench.models import PROVENANCE_COLUMNS
+from csbench.qads.finetune import pooled, with_means
+from csbench.qads.workflow import finetune_inputs
 
 log = snakemake_logger(snakemake)
-folds = pd.concat([pd.read_csv(f, sep="\t") for f in snakemake.input], ignore_index=True)
-random_model = bool(folds["random_model"].any())
-out = pd.DataFrame(with_means(folds.drop(columns="random_model").to_dict("records")))
+p = snakemake.params
+folds = pd.concat([pd.read_csv(f, sep="\t") for f in snakemake.input.scores], ignore_index=True)
+prov_cols = [c for c in PROVENANCE_COLUMNS if c in folds]
+prov = folds[prov_cols].iloc[0].to_dict()  # one model: the same provenance in every fold
+prov["random_model"] = bool(folds["random_model"].any())
+rows = with_means(folds.drop(columns=prov_cols).to_dict("records"))
+sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.select)
+rows += pooled(sets, [read_json(f) for f in snakemake.input.predictions])
+out = pd.DataFrame(rows)
 out.insert(0, "model", snakemake.wildcards.model)
-out.insert(1, "questions", snakemake.params.questions)
-out["random_model"] = random_model
+if "questions" not in out:
+    out.insert(1, "questions", p.questions)
+for col, value in prov.items():
+    out[col] = value
 log.info("\n%s", out.to_string(index=False))
 write_tsv(out, snakemake.output[0], float_format="%.2f")

@@ -8,7 +8,7 @@ from csbench.qads.wsd_eval import evaluate
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
-tables = {name: pd.read_parquet(path) for name, path in zip(p.datasets, snakemake.input)}
+tables = {name: pd.read_parquet(path) for name, path in zip(p.datasets, snakemake.input.tables)}
 methods = {m: disambiguator(m, p.qads, p.encoder, p.cache) for m in p.qads["wsd_eval"]["methods"]}
 res = evaluate(tables, methods, window=p.qads["wsd_eval"]["window"])
 for r in res.itertuples():

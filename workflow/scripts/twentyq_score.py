@@ -4,7 +4,7 @@ import pandas as pd
 from csbench.io import write_parquet, write_tsv
 from csbench.lm import LMScorer
 from csbench.logs import snakemake_logger
-from csbench.models import is_random_model_dir
+from csbench.models import provenance_columns
 from csbench.twentyq.scoring import metrics, nll_by_quartile, score_items
 
 log = snakemake_logger(snakemake)
@@ -16,7 +16,8 @@ items = score_items(scorer.loglikelihood, test, train, variants=cfg["variants"],
 items = nll_by_quartile(items, pd.read_parquet(snakemake.input.freq))
 table = metrics(items)
 table.insert(0, "model", snakemake.wildcards.model)
-table["random_model"] = is_random_model_dir(snakemake.input.model)
+for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
+    table[col] = value
 log.info("metrics:\n%s", table.to_string(index=False))
 write_parquet(items, snakemake.output.scored)
 write_tsv(table, snakemake.output.metrics, float_format="%.4f")

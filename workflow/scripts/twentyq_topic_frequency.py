@@ -4,7 +4,7 @@ import pandas as pd
 from csbench.io import write_parquet
 from csbench.lm import LMScorer
 from csbench.logs import snakemake_logger
-from csbench.models import is_random_model_dir
+from csbench.models import provenance_columns
 from csbench.twentyq.scoring import topic_frequency
 
 log = snakemake_logger(snakemake)
@@ -12,7 +12,8 @@ test = pd.read_parquet(snakemake.input.test)
 cfg = {"lm": snakemake.params.lm, "cache_dir": snakemake.params.cache_dir}
 scorer = LMScorer.from_config(snakemake.input.model, cfg)
 freq = topic_frequency(scorer.loglikelihood, test["subject"])
-freq["random_model"] = is_random_model_dir(snakemake.input.model)
+for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
+    freq[col] = value
 log.info("%d topics; cross-entropy quartiles %s", len(freq),
          freq["topic_xent"].quantile([0.25, 0.5, 0.75]).round(2).tolist())
 write_parquet(freq, snakemake.output[0])

@@ -4,7 +4,7 @@ import pandas as pd
 from csbench.io import write_parquet
 from csbench.lm import LMScorer
 from csbench.logs import snakemake_logger
-from csbench.models import is_random_model_dir
+from csbench.models import provenance_columns
 from csbench.winowhat.scoring import score_items, shard
 
 log = snakemake_logger(snakemake)
@@ -18,7 +18,8 @@ log.info("model %s on %s (%s): %d items", snakemake.wildcards.model, scorer.devi
          len(items))
 out = score_items(items, scorer)
 out.insert(0, "model", snakemake.wildcards.model)
-out["random_model"] = is_random_model_dir(snakemake.input.model)
+for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
+    out[col] = value
 if out["random_model"].any():
     log.warning("randomly initialised model: its scores are meaningless")
 log.info("engine stats: %s", scorer.stats)

@@ -3,6 +3,7 @@ import pandas as pd
 
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
+from csbench.models import PROVENANCE_COLUMNS
 from csbench.winowhat.stats import accuracy_table, mcnemar_table
 
 log = snakemake_logger(snakemake)
@@ -11,8 +12,9 @@ scored = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=T
 random_models = set(scored.loc[scored["random_model"], "model"])
 acc = accuracy_table(scored, n_boot=b["n"], seed=b["seed"], level=b["level"])
 mc = mcnemar_table(scored)
-for t in (acc, mc):
-    t["random_model"] = t["model"].isin(random_models)
+# every row says where its model's weights came from (provenance columns of the scored shards)
+prov = scored[["model", *[c for c in PROVENANCE_COLUMNS if c in scored]]].drop_duplicates("model")
+acc, mc = (t.merge(prov, on="model", how="left") for t in (acc, mc))
 if random_models:
     log.warning("randomly initialised models (meaningless scores): %s", sorted(random_models))
 log.info("%d accuracy rows, %d paired tests", len(acc), len(mc))

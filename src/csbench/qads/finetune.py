@@ -2,7 +2,11 @@
 
 * :func:`assign_folds` splits the questions of one QADS mode into ``k`` folds, seeded and grouped
   by the ORIGINAL SQuAD question id (QADS ids are ``<original>-<n>``), so that the variants of one
-  question are never on both sides of a split;
+  question are never on both sides of a split; with ``group_by: article`` (:func:`fold_plan`) the
+  groups are SQuAD articles, so no paragraph is on both sides;
+* ``train_on`` / ``score_on`` choose the question set the model is trained on (for example the
+  original SQuAD questions, to train a QA head on a pretrained encoder) and the sets scored on the
+  held-out fold (for example original, ``one`` and ``all``: the QADS experiment);
 * :func:`prepare_features` is the standard SQuAD 2.0 training feature construction: overflowing
   windows (``max_length``/``doc_stride``), start/end token positions of the first gold answer, the
   [CLS] index (0 when the tokenizer has no CLS) when the question is unanswerable or the answer is
@@ -23,6 +27,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 SCORE_COLUMNS = ["exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "n"]
+COUNT_COLUMNS = ["n", "HasAns_n", "NoAns_n"]
 
 
 def original_id(qid: str) -> str:
@@ -32,30 +37,57 @@ def original_id(qid: str) -> str:
 
 
 def flatten(dataset: list[dict]) -> list[dict]:
-    """One dict per question of a SQuAD ``data`` list: id, question, context, answers."""
+    """One dict per question of a SQuAD ``data`` list: id, question, context, answers, title."""
     return [{"id": qa["id"], "question": qa["question"], "context": p["context"],
-             "answers": list(qa.get("answers") or [])}
+             "answers": list(qa.get("answers") or []), "title": art.get("title", "")}
             for art in dataset for p in art["paragraphs"] for qa in p["qas"]]
+
+
+def group_key(row: dict, by: str) -> str:
+    """The fold group of a flattened question: its article or its original question id."""
+    if by == "article":
+        return row["title"]
+    if by == "question":
+        return original_id(row["id"])
+    raise ValueError(f"group_by must be 'article' or 'question', not {by!r}")
+
+
+def assign_group_folds(sizes: dict[str, int], k: int, seed: int = 0) -> dict[str, int]:
+    """Group -> fold: groups shuffled with ``seed``, each to the fold with the fewest questions so
+    far (ties: lowest fold)."""
+    if k < 2:
+        raise ValueError("need at least 2 folds")
+    order = sorted(sizes)
+    random.Random(seed).shuffle(order)
+    load = [0] * k
+    out = {}
+    for g in order:
+        f = min(range(k), key=lambda i: (load[i], i))
+        load[f] += sizes[g]
+        out[g] = f
+    return out
+
+
+def fold_plan(sets: dict[str, list[dict]], train_on: str, k: int, seed: int = 0,
+              by: str = "question") -> dict[str, int]:
+    """Group -> fold for every group met in any of ``sets`` (name -> SQuAD ``data`` list),
+    balanced by the number of training questions (groups only in scored sets weigh 0)."""
+    sizes: dict[str, int] = {}
+    for name, data in sets.items():
+        for r in flatten(data):
+            g = group_key(r, by)
+            sizes[g] = sizes.get(g, 0) + (1 if name == train_on else 0)
+    return assign_group_folds(sizes, k, seed)
 
 
 def assign_folds(ids: list[str], k: int, seed: int = 0) -> dict[str, int]:
     """Question id -> fold in ``range(k)``; groups (original ids) are shuffled with ``seed`` and
     each goes to the fold with the fewest questions so far (ties: lowest fold)."""
-    if k < 2:
-        raise ValueError("need at least 2 folds")
     groups: dict[str, list[str]] = {}
     for q in ids:
         groups.setdefault(original_id(q), []).append(q)
-    order = sorted(groups)
-    random.Random(seed).shuffle(order)
-    sizes = [0] * k
-    out = {}
-    for g in order:
-        f = min(range(k), key=lambda i: (sizes[i], i))
-        sizes[f] += len(groups[g])
-        for q in groups[g]:
-            out[q] = f
-    return out
+    folds = assign_group_folds({g: len(qs) for g, qs in groups.items()}, k, seed)
+    return {q: folds[g] for g, qs in groups.items() for q in qs}
 
 
 def subset(dataset: list[dict], keep: set[str]) -> list[dict]:
@@ -162,9 +194,8 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
     return losses
 
 
-def evaluate_model(model, tokenizer, test: list[dict], ft: dict, qa: dict) -> dict:
-    """Predict the held-out SQuAD ``data`` list and score it with the official metric."""
-    from .metric import evaluate
+def predict_set(model, tokenizer, test: list[dict], ft: dict, qa: dict) -> tuple[dict, dict]:
+    """Predictions (qid -> answer, "" = none) and no-answer scores of a SQuAD ``data`` list."""
     from .qa import predict
 
     rows = flatten(test)
@@ -172,27 +203,72 @@ def evaluate_model(model, tokenizer, test: list[dict], ft: dict, qa: dict) -> di
                           [r["context"] for r in rows], max_length=ft["max_length"],
                           stride=ft["doc_stride"], batch_size=qa["batch_size"],
                           max_answer_len=qa["max_answer_len"], null_threshold=qa["null_threshold"])
-    preds = {r["id"]: a for r, a in zip(rows, answers)}
-    r = evaluate(test, preds, {r["id"]: s for r, s in zip(rows, na)})
+    return ({r["id"]: a for r, a in zip(rows, answers)},
+            {r["id"]: float(s) for r, s in zip(rows, na)})
+
+
+def score(test: list[dict], preds: dict, na: dict) -> dict:
+    """The official SQuAD 2.0 metric, with the counts needed to pool folds."""
+    from .metric import evaluate
+
+    r = evaluate(test, preds, na)
     return {"exact": r["exact"], "f1": r["f1"], "HasAns_exact": r.get("HasAns_exact"),
-            "HasAns_f1": r.get("HasAns_f1"), "NoAns_exact": r.get("NoAns_exact"), "n": r["total"]}
+            "HasAns_f1": r.get("HasAns_f1"), "NoAns_exact": r.get("NoAns_exact"), "n": r["total"],
+            "HasAns_n": r.get("HasAns_total", 0), "NoAns_n": r.get("NoAns_total", 0)}
 
 
-def run_fold(model_path, dataset: list[dict], fold: int, ft: dict, qa: dict) -> list[dict]:
-    """Score the un-fine-tuned model and a copy fine-tuned on the other folds on fold ``fold``."""
+def evaluate_model(model, tokenizer, test: list[dict], ft: dict, qa: dict) -> dict:
+    """Predict the held-out SQuAD ``data`` list and score it with the official metric."""
+    preds, na = predict_set(model, tokenizer, test, ft, qa)
+    return score(test, preds, na)
+
+
+def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
+             predictions: dict | None = None) -> list[dict]:
+    """Score the un-fine-tuned model (``score_base``) and a copy fine-tuned on the other folds on
+    fold ``fold``. ``dataset`` is one SQuAD ``data`` list (trained and scored: the paper's set-up)
+    or a mapping set name -> ``data`` list, trained on ``ft["train_on"]`` and scored on each of
+    ``ft["score_on"]``. Rows carry ``questions`` (the scored set), the official scores with
+    counts, and CPU/wall seconds; ``predictions``, when given, receives
+    ``{split: {set: {"preds": ..., "na_probs": ...}}}`` (to pool folds exactly)."""
+    import time
+
     import torch
 
     from ..models import load_qa_model
 
-    rows = flatten(dataset)
-    folds = assign_folds([r["id"] for r in rows], ft["folds"], ft["seed"])
-    test_ids = {q for q, f in folds.items() if f == fold}
-    train_rows = [r for r in rows if folds[r["id"]] != fold]
-    test = subset(dataset, test_ids)
-    log.info("fold %d: %d training questions (%d groups), %d held out", fold, len(train_rows),
-             len({original_id(r["id"]) for r in train_rows}), len(test_ids))
+    mode = ft.get("questions", "one")
+    sets = dataset if isinstance(dataset, dict) else {mode: dataset}
+    train_on = ft.get("train_on") or mode
+    score_on = list(ft.get("score_on") or [mode])
+    by = ft.get("group_by", "question")
+    plan = fold_plan(sets, train_on, ft["folds"], ft["seed"], by)
+    train_rows = [r for r in flatten(sets[train_on]) if plan[group_key(r, by)] != fold]
+    tests = {}
+    for name in score_on:
+        keep = {r["id"] for r in flatten(sets[name]) if plan[group_key(r, by)] == fold}
+        tests[name] = subset(sets[name], keep)
+    log.info("fold %d (grouped by %s): %d training questions of %r (%d groups); held out: %s",
+             fold, by, len(train_rows), train_on, len({group_key(r, by) for r in train_rows}),
+             {k: sum(len(p["qas"]) for a in v for p in a["paragraphs"]) for k, v in tests.items()})
+    if by == "article":
+        held = {a["title"] for v in tests.values() for a in v}
+        assert not held & {r["title"] for r in train_rows}, "an article on both sides"
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     model, tok = load_qa_model(model_path, device=qa["device"], dtype="float32")
-    out = [{"fold": fold, "split": "base", **evaluate_model(model, tok, test, ft, qa)}]
+    out = []
+
+    def evaluate_all(split):
+        for name, test in tests.items():
+            t0, w0 = time.process_time(), time.perf_counter()
+            preds, na = predict_set(model, tok, test, ft, qa)
+            if predictions is not None:
+                predictions.setdefault(split, {})[name] = {"preds": preds, "na_probs": na}
+            out.append({"fold": fold, "split": split, "questions": name, **score(test, preds, na),
+                        "cpu_s": time.process_time() - t0, "wall_s": time.perf_counter() - w0})
+
+    if ft.get("score_base", True):
+        evaluate_all("base")
     feats = prepare_features(tok, [r["question"] for r in train_rows],
                              [r["context"] for r in train_rows], [r["answers"] for r in train_rows],
                              max_length=min(ft["max_length"],
@@ -200,24 +276,59 @@ def run_fold(model_path, dataset: list[dict], fold: int, ft: dict, qa: dict) -> 
                                                     ft["max_length"])),
                              doc_stride=ft["doc_stride"])
     torch.manual_seed(ft["seed"] + fold)
+    t0, w0 = time.process_time(), time.perf_counter()
     losses = train(model, feats, epochs=ft["epochs"], learning_rate=ft["learning_rate"],
                    batch_size=ft["batch_size"], seed=ft["seed"] + fold)
+    train_cpu, train_wall = time.process_time() - t0, time.perf_counter() - w0
     if losses:
-        log.info("fold %d: %d windows, %d steps, loss %.4f -> %.4f", fold,
-                 len(feats["start_positions"]), len(losses), losses[0], losses[-1])
-    out.append({"fold": fold, "split": "finetuned", **evaluate_model(model, tok, test, ft, qa)})
+        log.info("fold %d: %d windows, %d steps in %.0f s wall (%.0f CPU s), loss %.4f -> %.4f",
+                 fold, len(feats["start_positions"]), len(losses), train_wall, train_cpu,
+                 losses[0], losses[-1])
+    n_rows = len(out)
+    evaluate_all("finetuned")
+    for r in out[n_rows:]:
+        r.update(train_windows=len(feats["start_positions"]), train_cpu_s=train_cpu,
+                 train_wall_s=train_wall)
+    for r in out:
+        r.update(fold_cpu_s=time.process_time() - cpu0, fold_wall_s=time.perf_counter() - wall0)
     return out
 
 
+def pooled(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
+    """One ``fold = pooled`` row per (split, set): the official metric over the held-out
+    predictions of every fold together (each question is held out exactly once)."""
+    rows = []
+    splits = list(dict.fromkeys(s for fp in fold_predictions for s in fp))
+    for split in splits:
+        names = list(dict.fromkeys(n for fp in fold_predictions for n in fp.get(split, {})))
+        for name in names:
+            preds, na = {}, {}
+            for fp in fold_predictions:
+                got = fp.get(split, {}).get(name)
+                if got:
+                    preds.update(got["preds"])
+                    na.update(got["na_probs"])
+            test = subset(sets[name], set(preds))
+            rows.append({"fold": "pooled", "split": split, "questions": name,
+                         **score(test, preds, na)})
+    return rows
+
+
 def with_means(rows: list[dict]) -> list[dict]:
-    """Append one ``fold = mean`` row per split (unweighted mean over folds; ``n`` summed)."""
+    """Append one ``fold = mean`` row per split (and scored set, where rows name one): the
+    unweighted mean over folds; counts and times summed."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
+    keys = ["split"] + (["questions"] if "questions" in df else [])
     means = []
-    for split, g in df.groupby("split", sort=False):
-        m = {"fold": "mean", "split": split}
-        for c in SCORE_COLUMNS:
-            m[c] = int(g[c].sum()) if c == "n" else g[c].astype(float).mean()
+    for key, g in df.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        m = {"fold": "mean", **dict(zip(keys, key))}
+        for c in SCORE_COLUMNS + [c for c in COUNT_COLUMNS if c in g and c != "n"]:
+            m[c] = int(g[c].sum()) if c in COUNT_COLUMNS else g[c].astype(float).mean()
+        for c in g.columns:
+            if (c.endswith("_s") or c == "train_windows") and g[c].notna().any():
+                m[c] = float(g[c].sum()) if c.endswith("_s") else int(g[c].sum())
         means.append(m)
     return rows + means

