@@ -647,6 +647,18 @@ def test_deterministic_failures_are_not_retried(tmp_path, net, plan, error):
     assert net.calls == 1
 
 
+def test_transient_or_not():
+    import ssl
+
+    assert fetch.is_transient(urllib.error.URLError(OSError(-3, "Temporary failure in name resolution")))
+    assert fetch.is_transient(ConnectionRefusedError())
+    assert not fetch.is_transient(urllib.error.URLError("unknown url type: htp"))
+    assert not fetch.is_transient(urllib.error.URLError(FileNotFoundError(2, "x")))
+    assert not fetch.is_transient(urllib.error.URLError(ssl.SSLCertVerificationError("bad cert")))
+    assert not fetch.is_transient(urllib.error.HTTPError("u", 403, "Forbidden", {}, None))
+    assert not fetch.is_transient(ValueError("x"))
+
+
 def test_download_rules_are_not_retried_by_snakemake():
     text = (REPO / "workflow" / "rules" / "data.smk").read_text()
     assert "retries:" not in text.split("rule normalise")[0].replace("No `retries:`", "")

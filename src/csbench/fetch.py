@@ -20,6 +20,7 @@ import logging
 import re
 import shutil
 import socket
+import ssl
 import tarfile
 import tempfile
 import time
@@ -104,7 +105,11 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code in TRANSIENT_HTTP
     if isinstance(exc, urllib.error.URLError):
-        return not isinstance(exc.reason, str) or "unknown url type" not in exc.reason
+        reason = exc.reason
+        if isinstance(reason, str):          # "unknown url type", "no host given", ...
+            return False
+        # a local file:// path that is not there, a certificate that does not verify: final
+        return not isinstance(reason, (FileNotFoundError, PermissionError, ssl.SSLCertVerificationError))
     return isinstance(exc, (TimeoutError, socket.timeout, ConnectionError,
                             http.client.IncompleteRead, http.client.RemoteDisconnected))
 
