@@ -19,7 +19,9 @@ import os
 import shutil
 from pathlib import Path
 
-from .modelspec import HUB_PREFIX, OFFLINE_ALIASES, RANDOM_PREFIX, RANDOM_SHAPES
+from .io import publish_tree
+from .modelspec import (HUB_PREFIX, OFFLINE_ALIASES, PROVENANCE_COLUMNS,  # noqa: F401
+                        RANDOM_PREFIX, RANDOM_SHAPES)
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +136,6 @@ def provenance(path: str | Path) -> dict:
     return {"spec": {"kind": "dir", "label": str(path)}, "random": False}
 
 
-PROVENANCE_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
-
-
 def provenance_columns(path: str | Path) -> dict:
     """Columns every table that comes from a model carries: whether its weights are random, where
     they came from, the sha256 of the weights file they were made from, and the quantisation."""
@@ -223,17 +222,6 @@ def _count_params(path: Path) -> int | None:
     return n
 
 
-def _respect_umask(root: Path) -> None:
-    """Files written by libraries through temporary files end up 0600: give the tree the modes
-    the user's umask asks for (results are read by group members on shared clusters)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    for p in [root, *root.rglob("*")]:
-        if p.is_symlink():
-            continue
-        p.chmod((0o777 if p.is_dir() else 0o666) & ~mask)
-
-
 def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
                 where: str | None = None) -> Path:
     """Make ``outdir`` a self-contained local model directory for ``spec`` (atomic), with a
@@ -299,7 +287,7 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
         (tmp / MARKER).write_text(json.dumps({"spec": ms.label(), "random": ms.random,
                                               **({"seed": seed} if ms.random else {})}, indent=1))
         (tmp / PROVENANCE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
-        _respect_umask(tmp)
+        publish_tree(tmp)  # transformers writes model.safetensors 0600: follow the umask
         if outdir.exists():
             shutil.rmtree(outdir)
         os.replace(tmp, outdir)

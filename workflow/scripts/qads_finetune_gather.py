@@ -5,7 +5,7 @@ import pandas as pd
 
 from csbench.io import read_json, write_tsv
 from csbench.logs import snakemake_logger
-from csbench.models import PROVENANCE_COLUMNS
+from csbench.modelspec import PROVENANCE_COLUMNS
 from csbench.qads.finetune import pooled, with_means
 from csbench.qads.workflow import finetune_inputs
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import inspect
 import logging
 import random
+import time
 
 import numpy as np
 
@@ -156,12 +157,44 @@ def prepare_features(tokenizer, questions: list[str], contexts: list[str], answe
     return feats
 
 
-def _batch(model, feats: dict, idx, device):
+def _batch(model, feats: dict, idx, device, trim: bool = False):
+    """Model inputs of the windows ``idx``; ``trim`` cuts right padding beyond the longest window of
+    the batch (same logits, fewer FLOPs; only when every row starts unpadded)."""
     import torch
 
     accepted = set(inspect.signature(model.forward).parameters)
-    return {k: torch.as_tensor(v[idx]).to(device) for k, v in feats.items()
-            if k in accepted and k != "example"}
+    cut = None
+    if trim and "attention_mask" in feats:
+        mask = feats["attention_mask"][idx]
+        if mask.ndim == 2 and mask[:, 0].all():
+            cut = int(mask.sum(axis=1).max())
+    out = {}
+    for k, v in feats.items():
+        if k not in accepted or k == "example":
+            continue
+        x = v[idx]
+        if cut is not None and x.ndim == 2:
+            x = x[:, :cut]
+        out[k] = torch.as_tensor(x).to(device)
+    return out
+
+
+def length_grouped_batches(lengths, batch_size: int, gen, group: int = 50) -> list:
+    """Shuffled batches of window indices, each drawn from windows of similar length: the shuffled
+    order is cut into runs of ``group`` batches, each run sorted by length and cut into batches,
+    and the batch order shuffled again (seeded by ``gen``)."""
+    import torch
+
+    n = len(lengths)
+    perm = torch.randperm(n, generator=gen).numpy()
+    batches = []
+    run = batch_size * group
+    for r in range(0, n, run):
+        chunk = perm[r:r + run]
+        chunk = chunk[np.argsort(np.asarray(lengths)[chunk], kind="stable")]
+        batches.extend(chunk[b:b + batch_size] for b in range(0, len(chunk), batch_size))
+    order = torch.randperm(len(batches), generator=gen).numpy()
+    return [batches[i] for i in order]
 
 
 def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batch_size: int = 16,
@@ -179,17 +212,26 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
     torch.manual_seed(seed)
     model.train()
     losses = []
+    lengths = (feats["attention_mask"].sum(axis=1) if "attention_mask" in feats
+               else np.full(n, feats["input_ids"].shape[1]))
+    done, t0, last = 0, time.perf_counter(), time.perf_counter()
     # enable_grad: other code in the same process may have switched autograd off globally
     with torch.enable_grad():
-        for _ in range(epochs):
-            perm = torch.randperm(n, generator=gen).numpy()
-            for b in range(0, n, batch_size):
-                out = model(**_batch(model, feats, perm[b:b + batch_size], device))
+        for epoch in range(epochs):
+            for idx in length_grouped_batches(lengths, batch_size, gen):
+                out = model(**_batch(model, feats, idx, device, trim=True))
                 out.loss.backward()
                 opt.step()
                 sched.step()
                 opt.zero_grad(set_to_none=True)
                 losses.append(float(out.loss.detach().cpu()))
+                done += len(idx)
+                if time.perf_counter() - last > 60:
+                    last = time.perf_counter()
+                    rate = done / (last - t0)
+                    log.info("training: epoch %d, %d/%d windows, %.1f windows/s, ETA %.0f s, "
+                             "loss %.3f", epoch + 1, done, n * epochs, rate,
+                             (n * epochs - done) / max(rate, 1e-9), losses[-1])
     model.eval()
     return losses
 
@@ -244,6 +286,10 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
     by = ft.get("group_by", "question")
     plan = fold_plan(sets, train_on, ft["folds"], ft["seed"], by)
     train_rows = [r for r in flatten(sets[train_on]) if plan[group_key(r, by)] != fold]
+    limit = ft.get("train_limit") or 0
+    if 0 < limit < len(train_rows):  # a seeded sample of the training questions (CPU budgets)
+        keep = sorted(random.Random(ft["seed"] + fold).sample(range(len(train_rows)), limit))
+        train_rows = [train_rows[i] for i in keep]
     tests = {}
     for name in score_on:
         keep = {r["id"] for r in flatten(sets[name]) if plan[group_key(r, by)] == fold}

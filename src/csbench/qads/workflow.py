@@ -70,8 +70,9 @@ def finetune_inputs(set_names: list[str], set_paths: list[str], squad_tables: li
     from ..io import read_json
 
     sets = {n: read_json(p)["data"] for n, p in zip(set_names, set_paths)}
-    if squad_tables:
-        sets["squad"] = squad_json(select_questions(pd.read_parquet(squad_tables[0]), select))["data"]
+    if squad_tables:  # every question of the table (the QADS sample limit does not apply)
+        every = {**select, "limit": None}
+        sets["squad"] = squad_json(select_questions(pd.read_parquet(squad_tables[0]), every))["data"]
     return sets
 
 
