@@ -1,18 +1,28 @@
 # QADS: SQuAD 2.0 questions rewritten with WordNet synonyms chosen by WSD, WSD evaluated on the
 # unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
 import csbench.models
+import csbench.qads.verify as _qdv
 import csbench.qads.workflow as _qdw
 
 QADS = "results/qads"
 QD = config["qads"]  # defaults filled by the config validation in the Snakefile
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # The fine-tuning settings are left out of the other rules' params (no rerun when they change).
-QD_BASE = {k: v for k, v in QD.items() if k != "finetune"}
+# So are the verification settings (only the export / verify rules read them).
+QD_BASE = {k: v for k, v in QD.items() if k not in ("finetune", "verification")}
 QADS_GPU = device_gpus(QD["qa"]["device"])  # common.smk
 
 
-QADS_JSON = {s: f"{QADS}/original.json" if s == "original" else f"{QADS}/qads-{s}.json"
-             for s in QADS_SETS}
+QADS_GENERATED = {s: f"{QADS}/original.json" if s == "original" else f"{QADS}/qads-{s}.json"
+                  for s in QADS_SETS}
+# Human verification: returned annotation blocks found at parse time (none = unverified sets).
+QD_VER = QD["verification"]
+QADS_ANNOTATIONS = [str(p) for p in _qdv.returned_files(QD_VER["annotations"])]
+QADS_VERIFIED = bool(QADS_ANNOTATIONS)
+QADS_BLOCKS = f"{QADS}/annotation/blocks"
+# The question sets QA scoring and fine-tuning read: the verified ones once blocks came back.
+QADS_JSON = ({s: f"{QADS}/verified/{os.path.basename(p)}" for s, p in QADS_GENERATED.items()}
+             if QADS_VERIFIED else QADS_GENERATED)
 
 
 rule qads_wsd_eval:
@@ -65,6 +75,56 @@ rule qads_generate:
         "../../envs/nlp.yaml"
     script:
         "../scripts/qads_generate.py"
+
+
+rule qads_export_annotation:
+    input:
+        subs=f"{QADS}/substitutions.parquet",
+        original=QADS_GENERATED["original"],
+        one=f"{QADS}/qads-one.json",
+    output:
+        directory(QADS_BLOCKS),
+    params:
+        block_size=QD_VER["block_size"],
+    log:
+        "logs/qads/annotation/export.log",
+    threads: 1
+    resources:
+        mem_mb=3000,
+        gpu=0,
+    conda:
+        "../../envs/nlp.yaml"
+    script:
+        "../scripts/qads_export_annotation.py"
+
+
+rule qads_verify:
+    input:
+        questions=data_table("squad_v2", QD["questions"]["table"]),
+        subs=f"{QADS}/substitutions.parquet",
+        blocks=QADS_BLOCKS,
+        annotations=QADS_ANNOTATIONS,
+    output:
+        original=f"{QADS}/verified/original.json",
+        one=f"{QADS}/verified/qads-one.json",
+        all=f"{QADS}/verified/qads-all.json",
+        decisions=f"{QADS}/verified/decisions.parquet",
+        agreement=report(f"{QADS}/verified/agreement.tsv", caption="../report/qads_agreement.rst",
+                         category="QADS"),
+        summary=f"{QADS}/verified/summary.json",
+    params:
+        questions=QD["questions"],
+        modes=QD["generation"]["modes"],
+    log:
+        "logs/qads/verify.log",
+    threads: 1
+    resources:
+        mem_mb=3000,
+        gpu=0,
+    conda:
+        "../../envs/nlp.yaml"
+    script:
+        "../scripts/qads_verify.py"
 
 
 rule qads_domains:
@@ -126,6 +186,7 @@ rule qads_score:
         sets=QADS_SETS,
         random={m: MODEL_SPECS[m].random for m in config["models"]["qa"]},
         source={m: MODEL_SPECS[m].label() for m in config["models"]["qa"]},
+        verified=QADS_VERIFIED,
     log:
         "logs/qads/score.log",
     threads: 1
@@ -188,6 +249,7 @@ rule qads_finetune_gather:
         questions=QADS_FT["questions"],
         select=QD["questions"],
         set_names=[s for s in QADS_FT_SETS if s != "squad"],
+        verified=QADS_VERIFIED,
     log:
         f"logs/qads/finetune/{{model}}.{QADS_FT_TAG}.log",
     threads: 1
@@ -204,6 +266,8 @@ register_targets(
     "qads",
     lambda: [f"{QADS}/{f}" for f in ("wsd_eval.tsv", "substitutions.parquet", "domains.tsv",
                                      "qa_scores.tsv")]
+    + [QADS_BLOCKS]
+    + ([f"{QADS}/verified/{f}" for f in ("agreement.tsv", "summary.json")] if QADS_VERIFIED else [])
     + ([f"{QADS}/finetune/{m}.{QADS_FT_TAG}.tsv" for m in config["models"]["qa"]]
        if QADS_FT["enabled"] else []),
 )

@@ -24,5 +24,6 @@ if "questions" not in out:
     out.insert(1, "questions", p.questions)
 for col, value in prov.items():
     out[col] = value
+out["verified"] = p.verified  # False: the QADS questions were not checked by annotators
 log.info("\n%s", out.to_string(index=False))
 write_tsv(out, snakemake.output[0], float_format="%.2f")

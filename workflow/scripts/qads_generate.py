@@ -16,10 +16,14 @@ subs, out = generate(questions, wsd, modes=q["generation"]["modes"], pos=q["cand
                      hypernyms=q["generation"]["hypernyms"], multiword=q["generation"]["multiword"],
                      min_score=q["generation"]["min_score"],
                      min_count=q["generation"]["min_synonym_count"],
+                     order=q["generation"]["synonym_order"], min_zipf=q["generation"]["min_zipf"],
                      nlp=load_nlp(q["candidates"]["spacy_model"]))
 log.info("%d questions, %d candidates, %d with a synonym; generated %s", len(questions), len(subs),
          subs["synonym"].notna().sum(), {m: len(d) for m, d in out.items()})
 write_parquet(subs, snakemake.output.subs)
-write_json(squad_json(original_subset(questions, out)), snakemake.output.original)
+# "verified": false -- not checked by annotators (rule qads_verify writes the verified sets)
+write_json({**squad_json(original_subset(questions, out)), "verified": False},
+           snakemake.output.original)
 for mode in ("one", "all"):
-    write_json(squad_json(out.get(mode, questions.iloc[:0])), snakemake.output[mode])
+    write_json({**squad_json(out.get(mode, questions.iloc[:0])), "verified": False},
+               snakemake.output[mode])

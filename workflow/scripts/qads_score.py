@@ -13,5 +13,6 @@ for (model, qs), pred, na in zip(p.pairs, snakemake.input.preds, snakemake.input
     rows.append(score_row(model, qs, data, read_json(pred), read_json(na)))
     rows[-1]["random_model"] = p.random.get(model, False)  # scores of random weights mean nothing
     rows[-1]["model_source"] = p.source.get(model, "")
+    rows[-1]["verified"] = p.verified  # False: questions not checked by annotators
     log.info("%s", rows[-1])
 write_tsv(pd.DataFrame(rows), snakemake.output[0], float_format="%.2f")

@@ -2,6 +2,7 @@
 original token, substituted one at a time (mode ``one``) or all together (mode ``all``)."""
 from __future__ import annotations
 
+import functools
 import logging
 import re
 
@@ -15,7 +16,41 @@ from .wsd import Disambiguator, Target
 log = logging.getLogger(__name__)
 MODES = ("one", "all")
 SUB_COLUMNS = ["id", "new_id", "token", "position", "token_index", "lemma", "pos", "tag", "synset",
-               "score", "synonym", "method", "domains"]
+               "score", "synonym", "method", "domains", "token_zipf", "synonym_zipf", "passed_over"]
+ORDERS = ("zipf", "wordnet")
+
+
+@functools.lru_cache(maxsize=200_000)
+def zipf(text: str) -> float:
+    """Zipf frequency of a word or phrase in English (wordfreq's bundled ``large`` list: log10 of
+    occurrences per billion words; 0 = unseen). Never downloads: the lists ship in the wheel."""
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(text, "en", wordlist="large")
+
+
+_VARIANT_RULES = [(r"our", "or"), (r"is(e|ing|ed|ation)", r"iz\1"), (r"ys(e|ing|ed)", r"yz\1"),
+                  (r"([^aeiou])re$", r"\1er"), (r"ogue$", "og"), (r"ae", "e"), (r"oe", "e"),
+                  (r"gement", "gment"), (r"(.)\1", r"\1"), (r"[^a-z]", "")]
+
+
+def _skeleton(word: str) -> str:
+    w = word.lower()
+    for pat, rep in _VARIANT_RULES:
+        w = re.sub(pat, rep, w)
+    return w
+
+
+def spelling_variant(a: str, b: str) -> bool:
+    """True for British/American or hyphenation variants ("colour"/"color", "analyse"/"analyze",
+    "centre"/"center", "judgement"/"judgment", "e-mail"/"email", "grey"/"gray")."""
+    sa, sb = _skeleton(a), _skeleton(b)
+    if sa == sb:
+        return True
+    if len(sa) == len(sb) >= 4:  # one vowel swapped ("grey"/"gray")
+        diff = [(x, y) for x, y in zip(sa, sb) if x != y]
+        return len(diff) == 1 and diff[0][0] in "aeiouy" and diff[0][1] in "aeiouy"
+    return False
 
 
 def _stems(name: str) -> set[str]:
@@ -58,6 +93,66 @@ def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = Fals
         seen.add(key)
         ranked.append((hyper, -lem.count(), order, name))
     return [r[-1] for r in sorted(ranked)]
+
+
+def choose(synset, lemma: str, token: str, tag: str, order: str = "zipf", min_zipf: float | None = None,
+           hypernyms: bool = False, multiword: bool = False, min_count: int = 0):
+    """Pick the synonym of ``token`` (WordNet ``lemma``, Penn ``tag``) among the lemmas of ``synset``.
+
+    Candidates are the other lemmas (then, with ``hypernyms``, the hypernyms' lemmas), minus the
+    word itself, proper names, multi-word lemmas (unless ``multiword``), same-stem and spelling
+    variants, lemmas tagged fewer than ``min_count`` times in WordNet, and lemmas whose inflected
+    form equals the token. Each remaining lemma is inflected to ``tag``; ``order="zipf"`` takes the
+    one with the highest Zipf frequency of that inflected form (own lemmas before hypernyms, ties
+    by WordNet count), ``order="wordnet"`` the most often tagged one (the earlier policy). A choice
+    below ``min_zipf`` is dropped (and so are the others: they are rarer).
+
+    Returns ``(synonym or None, its Zipf frequency or None, passed_over)``: ``passed_over`` lists
+    every other lemma as ``"<lemma>: <reason>"``.
+    """
+    pool = [(l, 0) for l in synset.lemmas()]
+    if hypernyms:
+        pool += [(l, 1) for h in synset.hypernyms() for l in h.lemmas()]
+    seen, ranked, passed = {lemma.lower()}, [], []
+    for n, (lem, hyper) in enumerate(pool):
+        name = lem.name()
+        key = name.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        reason = None
+        if name != key:
+            reason = "proper name"
+        elif not multiword and ("_" in name or "-" in name):
+            reason = "multi-word"
+        elif same_stem(name, lemma):
+            reason = "same stem"
+        elif spelling_variant(name, lemma):
+            reason = "spelling variant"
+        elif lem.count() < min_count:
+            reason = f"WordNet count {lem.count()} < {min_count}"
+        if reason:
+            passed.append(f"{name}: {reason}")
+            continue
+        form = inflect(name, tag)
+        if form.lower() == token.lower():
+            passed.append(f"{name}: same form as the token")
+            continue
+        z = zipf(form)
+        key = (hyper, -z, -lem.count(), n) if order == "zipf" else (hyper, -lem.count(), n)
+        ranked.append((key, name, form, z))
+    ranked.sort()
+    best = None
+    for _, name, form, z in ranked:
+        if best is None and (min_zipf is None or z >= min_zipf):
+            best = (form, z)
+        elif best is None:
+            passed.append(f"{name}: Zipf {z:.2f} < {min_zipf}")
+        else:
+            passed.append(f"{name}: ranked lower (Zipf {z:.2f})")
+    if best is None:
+        return None, None, passed
+    return match_case(best[0], token), best[1], passed
 
 
 def inflect(name: str, tag: str) -> str:
@@ -114,7 +209,7 @@ def substitute(text: str, edits: list[tuple[int, int, str]]) -> str:
 def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAULT_POS,
              mwes=DEFAULT_MWES, context: str = "question", hypernyms: bool = False,
              multiword: bool = False, min_score: float | None = None, min_count: int = 0, nlp=None,
-             batch_size: int = 256):
+             batch_size: int = 256, order: str = "zipf", min_zipf: float | None = None):
     """Return ``(substitutions DataFrame, {mode: DataFrame of new question rows})``.
 
     ``questions`` has the squad_v2 table columns; new rows keep title, context and answers and get
@@ -134,16 +229,16 @@ def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAU
     subs, per_q = [], [[] for _ in range(len(questions))]
     qrows = list(questions.itertuples(index=False))
     for (qi, c), ch in zip(owners, choices):
-        syn = None
+        syn, syn_z, passed = None, None, []
         if ch.synset is not None and (min_score is None or ch.score >= min_score):
-            names = synonyms(ch.synset, c.lemma, hypernyms, multiword, min_count)
-            if names:
-                syn = match_case(inflect(names[0], c.tag), c.text)
+            syn, syn_z, passed = choose(ch.synset, c.lemma, c.text, c.tag, order, min_zipf,
+                                        hypernyms, multiword, min_count)
         rec = {"id": qrows[qi].id, "new_id": None, "token": c.text, "position": c.start,
                "token_index": c.index, "lemma": c.lemma, "pos": c.pos, "tag": c.tag,
                "synset": ch.synset.name() if ch.synset is not None else None,
                "score": ch.score, "synonym": syn, "method": wsd.method,
-               "domains": synset_domains(ch.synset) if ch.synset is not None else []}
+               "domains": synset_domains(ch.synset) if ch.synset is not None else [],
+               "token_zipf": zipf(c.text.lower()), "synonym_zipf": syn_z, "passed_over": passed}
         subs.append(rec)
         if syn is not None:
             per_q[qi].append(rec)
