@@ -2,7 +2,7 @@
 candidate counts, questions per mode, the share of rare synonyms (wordfreq Zipf < 3 / < 2.5, against
 the replaced words) and 50 seeded random substitutions, for one or more synonym-choice policies
 (WSD runs once; each policy is ``<order>:<min_zipf>``, e.g. ``wordnet:none`` = the earlier policy,
-``zipf:3.0`` = the default).
+``wordnet:2.85`` = the default).
 
     .venv/bin/python bench/qads_generate.py /work/shared/mirror/squad_v2/dev-v2.0.json.gz \
         results/cache/embeddings OUTDIR [method] [limit|all] [policy ...]
@@ -22,7 +22,7 @@ method = sys.argv[4] if len(sys.argv) > 4 else "enhanced_lesk"
 questions = read_squad(src)
 if len(sys.argv) > 5 and sys.argv[5] != "all":
     questions = questions.sample(n=int(sys.argv[5]), random_state=0).reset_index(drop=True)
-policies = sys.argv[6:] or ["zipf:3.0"]
+policies = sys.argv[6:] or ["wordnet:2.85"]
 outdir.mkdir(parents=True, exist_ok=True)
 
 

@@ -78,7 +78,8 @@ def test_generate_demo(demo, nlp):
     assert len(imp) >= 1 and all(len(a) == 0 for a in imp["answers"])
     # a verb is inflected like the original token
     built = subs[(subs["token"] == "built") & subs["synonym"].notna()]
-    assert len(built) and built["synonym"].str.endswith("ed").all()
+    # ("made": the Zipf policy prefers make over construct; irregular forms come from lemminflect)
+    assert len(built) and built["synonym"].isin(["made", "constructed"]).all()
     # mode one makes one question per replaced candidate
     assert len(one) == subs["synonym"].notna().sum()
     doc = squad_v2.to_squad_json(all_)

@@ -18,28 +18,35 @@ from csbench.wordnet import wordnet
 
 def test_choice_prefers_the_frequent_synonym_and_records_why():
     wn = wordnet()
-    # WordNet's count order puts the rare lemma first; the Zipf policy takes the common one
-    syn, z, passed = G.choose(wn.synset("purchase.v.01"), "buy", "bought", "VBD", order="zipf")
-    assert syn == "purchased" and z >= 3
-    old, _, _ = G.choose(wn.synset("know.v.01"), "know", "known", "VBN", order="wordnet")
-    assert old == "cognized"  # the earlier policy, kept as synonym_order: wordnet
-    syn, z, passed = G.choose(wn.synset("know.v.01"), "know", "known", "VBN", min_zipf=3.0)
-    assert syn is None and z is None
-    assert any(p.startswith("cognize: Zipf 1.") and p.endswith("< 3.0") for p in passed)
-    syn, z, passed = G.choose(wn.synset("city.n.01"), "city", "City", "NN", min_zipf=3.0)
+    prevent = wn.synset("prevent.v.01")  # prevent, forestall (Zipf 2.6), foreclose, preclude, forbid
+    # the earlier policy (WordNet count, no floor) took the rare "forestall"
+    assert G.choose(prevent, "prevent", "prevent", "VB", "wordnet", None)[0] == "forestall"
+    syn, z, passed = G.choose(prevent, "prevent", "prevent", "VB")  # defaults: wordnet, 2.85
+    assert syn == "preclude" and z >= 2.85
+    assert "forestall: Zipf 2.62 < 2.85" in passed
+    assert any(p.startswith("forbid: ranked lower (Zipf 3.66") for p in passed)
+    # zipf order: the most frequent word form
+    assert G.choose(prevent, "prevent", "prevent", "VB", "zipf")[0] == "forbid"
+    # "known" -> "cognized" (Zipf 1.2) is no longer made: no substitution
+    syn, z, passed = G.choose(wn.synset("know.v.01"), "know", "known", "VBN")
+    assert syn is None and z is None and passed[0].startswith("cognize: Zipf 1.19 <")
+    assert G.choose(wn.synset("know.v.01"), "know", "known", "VBN", "wordnet", None)[0] == "cognized"
+    syn, z, passed = G.choose(wn.synset("city.n.01"), "city", "City", "NN")
     assert syn == "Metropolis" and "urban_center: multi-word" in passed
-    syn, _, passed = G.choose(wn.synset("large.a.01"), "large", "largest", "JJS", min_zipf=3.0)
-    assert syn == "biggest"
+    with pytest.raises(ValueError, match="synonym order"):
+        G.choose(prevent, "prevent", "prevent", "VB", "alphabetical")
 
 
-def test_choice_ranks_by_zipf_of_the_inflected_form():
+def test_choice_keeps_the_inflection():
     wn = wordnet()
-    ss = wn.synset("soldier.n.01")
-    lemmas = [l.name() for l in ss.lemmas()]
-    syn, z, passed = G.choose(ss, "troop", "troops", "NNS", min_zipf=None)
-    forms = {n: G.zipf(G.inflect(n, "NNS")) for n in lemmas if n != "troop" and "_" not in n}
-    if syn is not None:
-        assert z == max(forms.values()) and syn.endswith("s")
+    assert G.choose(wn.synset("large.a.01"), "large", "largest", "JJS")[0] == "biggest"
+    assert G.choose(wn.synset("attempt.n.01"), "attempt", "attempts", "NNS")[0] == "efforts"
+    assert G.choose(wn.synset("begin.v.01"), "begin", "began", "VBD")[0] == "started"
+    assert G.choose(wn.synset("die.v.01"), "die", "Died", "VBD")[0] == "Perished"
+    assert G.choose(wn.synset("student.n.01"), "student", "students", "NNS")[0] == "pupils"
+    # the Zipf frequency is the inflected form's
+    syn, z, _ = G.choose(wn.synset("supply.v.01"), "provide", "provides", "VBZ")
+    assert syn == "supplies" and z == G.zipf("supplies")
 
 
 def test_spelling_variants_and_inflection():
@@ -53,10 +60,10 @@ def test_spelling_variants_and_inflection():
 @pytest.fixture(scope="module")
 def generated(repo):
     questions = squad_v2.read_squad(repo / "resources/demo/mirror/squad_v2/dev-v2.0.json")
-    subs, out = G.generate(questions, Disambiguator("first_sense"), nlp=load_nlp(), min_zipf=3.0)
+    subs, out = G.generate(questions, Disambiguator("first_sense"), nlp=load_nlp())
     assert {"token_zipf", "synonym_zipf", "passed_over"} <= set(subs.columns)
     chosen = subs.dropna(subset=["synonym"])
-    assert len(chosen) >= 5 and (chosen["synonym_zipf"] >= 3.0).all()
+    assert len(chosen) >= 5 and (chosen["synonym_zipf"] >= G.DEFAULT_MIN_ZIPF).all()
     return questions, subs, out
 
 

@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 MODES = ("one", "all")
 SUB_COLUMNS = ["id", "new_id", "token", "position", "token_index", "lemma", "pos", "tag", "synset",
                "score", "synonym", "method", "domains", "token_zipf", "synonym_zipf", "passed_over"]
-ORDERS = ("zipf", "wordnet")
+ORDERS = ("wordnet", "zipf")
+DEFAULT_ORDER, DEFAULT_MIN_ZIPF = "wordnet", 2.85  # = the config defaults (qads.generation)
 
 
 @functools.lru_cache(maxsize=200_000)
@@ -95,21 +96,24 @@ def synonyms(synset, lemma: str, hypernyms: bool = False, multiword: bool = Fals
     return [r[-1] for r in sorted(ranked)]
 
 
-def choose(synset, lemma: str, token: str, tag: str, order: str = "zipf", min_zipf: float | None = None,
+def choose(synset, lemma: str, token: str, tag: str, order: str = DEFAULT_ORDER,
+           min_zipf: float | None = DEFAULT_MIN_ZIPF,
            hypernyms: bool = False, multiword: bool = False, min_count: int = 0):
     """Pick the synonym of ``token`` (WordNet ``lemma``, Penn ``tag``) among the lemmas of ``synset``.
 
     Candidates are the other lemmas (then, with ``hypernyms``, the hypernyms' lemmas), minus the
     word itself, proper names, multi-word lemmas (unless ``multiword``), same-stem and spelling
     variants, lemmas tagged fewer than ``min_count`` times in WordNet, and lemmas whose inflected
-    form equals the token. Each remaining lemma is inflected to ``tag``; ``order="zipf"`` takes the
-    one with the highest Zipf frequency of that inflected form (own lemmas before hypernyms, ties
-    by WordNet count), ``order="wordnet"`` the most often tagged one (the earlier policy). A choice
-    below ``min_zipf`` is dropped (and so are the others: they are rarer).
+    form equals the token. Each remaining lemma is inflected to ``tag``; those whose inflected form
+    has a Zipf frequency below ``min_zipf`` are dropped. ``order="zipf"`` takes the one with the
+    highest Zipf frequency (own lemmas before hypernyms, ties by WordNet count),
+    ``order="wordnet"`` the one most often tagged in this sense (WordNet count; ties by Zipf).
 
     Returns ``(synonym or None, its Zipf frequency or None, passed_over)``: ``passed_over`` lists
     every other lemma as ``"<lemma>: <reason>"``.
     """
+    if order not in ORDERS:
+        raise ValueError(f"synonym order {order!r}: expected one of {ORDERS}")
     pool = [(l, 0) for l in synset.lemmas()]
     if hypernyms:
         pool += [(l, 1) for h in synset.hypernyms() for l in h.lemmas()]
@@ -139,20 +143,18 @@ def choose(synset, lemma: str, token: str, tag: str, order: str = "zipf", min_zi
             passed.append(f"{name}: same form as the token")
             continue
         z = zipf(form)
-        key = (hyper, -z, -lem.count(), n) if order == "zipf" else (hyper, -lem.count(), n)
-        ranked.append((key, name, form, z))
-    ranked.sort()
-    best = None
-    for _, name, form, z in ranked:
-        if best is None and (min_zipf is None or z >= min_zipf):
-            best = (form, z)
-        elif best is None:
+        if min_zipf is not None and z < min_zipf:
             passed.append(f"{name}: Zipf {z:.2f} < {min_zipf}")
-        else:
-            passed.append(f"{name}: ranked lower (Zipf {z:.2f})")
-    if best is None:
+            continue
+        key = (hyper, -z, -lem.count(), n) if order == "zipf" else (hyper, -lem.count(), -z, n)
+        ranked.append((key, name, form, z))
+    if not ranked:
         return None, None, passed
-    return match_case(best[0], token), best[1], passed
+    ranked.sort()
+    passed += [f"{name}: ranked lower (Zipf {z:.2f}, WordNet count {key[2 if order == 'zipf' else 1] * -1})"
+               for key, name, _, z in ranked[1:]]
+    _, _, form, z = ranked[0]
+    return match_case(form, token), z, passed
 
 
 def inflect(name: str, tag: str) -> str:
@@ -209,7 +211,8 @@ def substitute(text: str, edits: list[tuple[int, int, str]]) -> str:
 def generate(questions: pd.DataFrame, wsd: Disambiguator, modes=MODES, pos=DEFAULT_POS,
              mwes=DEFAULT_MWES, context: str = "question", hypernyms: bool = False,
              multiword: bool = False, min_score: float | None = None, min_count: int = 0, nlp=None,
-             batch_size: int = 256, order: str = "zipf", min_zipf: float | None = None):
+             batch_size: int = 256, order: str = DEFAULT_ORDER,
+             min_zipf: float | None = DEFAULT_MIN_ZIPF):
     """Return ``(substitutions DataFrame, {mode: DataFrame of new question rows})``.
 
     ``questions`` has the squad_v2 table columns; new rows keep title, context and answers and get
