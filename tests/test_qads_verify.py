@@ -184,3 +184,37 @@ def test_no_returned_blocks(tmp_path):
     assert V.returned_files(tmp_path) == []
     assert V.cohen_kappa([True, False, True], [True, False, False]) == pytest.approx(0.4)
     assert V.cohen_kappa([True, True], [True, True]) is None
+
+
+@pytest.mark.integration
+def test_dag_uses_verified_sets_only_with_returned_blocks(tmp_path):
+    """Dry runs of the demo: with its returned blocks, QA scoring reads results/qads/verified/;
+    with `annotations: null` the DAG is the unverified one plus the export."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "resources").mkdir()
+    (tmp_path / "resources" / "demo").symlink_to(repo / "resources" / "demo")
+    off = tmp_path / "off.yaml"
+    off.write_text(yaml.safe_dump({"qads": {"verification": {"annotations": None}}}))
+    smk = str(Path(sys.executable).with_name("snakemake"))
+    env = dict(os.environ, NLTK_DATA=str(repo / "resources/nltk_data"), HF_HUB_OFFLINE="1")
+
+    def dry(*extra):
+        cmd = [smk, "results/qads/qa_scores.tsv", "results/qads/annotation/blocks", "--snakefile",
+               str(repo / "Snakefile"), "--directory", str(tmp_path), "-n", "-p", "--cores", "1",
+               "--configfile", str(repo / "resources/demo/config.yaml"), *extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    on = dry()
+    assert "rule qads_verify:" in on and "results/qads/verified/qads-one.json" in on
+    plain = dry(str(off))
+    assert "rule qads_verify:" not in plain and "results/qads/verified" not in plain
+    assert "rule qads_export_annotation:" in plain
