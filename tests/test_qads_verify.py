@@ -113,6 +113,12 @@ def test_export_annotate_import_loop(exported):
     annotate(expected, "block-001", ann_dir / "block-001.alice.csv", alice)
     annotate(expected, "block-001", ann_dir / "block-001.bob.csv", bob)
     annotate(expected, "block-002", ann_dir / "block-002.csv")
+    # a spreadsheet that saves with ';' (some locales) reads the same
+    text = (ann_dir / "block-002.csv").read_text()
+    semi = tmp / "block-002.csv"
+    with open(semi, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, delimiter=";").writerows(csv.reader(text.splitlines()))
+    assert V.read_block(semi, expected)["verdict"].all()
     files = V.returned_files(ann_dir)
     assert [f.name for f in files] == ["block-001.alice.csv", "block-001.bob.csv", "block-002.csv"]
     ann = V.read_returned(files, expected)

@@ -18,6 +18,7 @@ acted on.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -143,7 +144,10 @@ def read_block(path: Path, expected: pd.DataFrame) -> pd.DataFrame:
     exp = exp.set_index("row_id")
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            records = list(csv.reader(fh))
+            text = fh.read()
+        first = text.split("\n", 1)[0]  # spreadsheets in some locales save with ';' or tabs
+        delim = max((",", ";", "\t"), key=first.count)
+        records = list(csv.reader(io.StringIO(text, newline=""), delimiter=delim))
     except UnicodeDecodeError as e:
         raise InputError(path, f"block {block}: not UTF-8 text ({e})") from None
     if not records:
