@@ -117,3 +117,28 @@ def test_training_works_when_autograd_was_switched_off_globally(tiny_qa_dir):
         assert len(F.train(model, f, epochs=1, learning_rate=1e-3, batch_size=64)) == 1
     finally:
         torch.set_grad_enabled(prev)
+
+
+def test_warmup_and_clipping(tiny_qa_dir, monkeypatch):
+    """Warm-up rises linearly to the peak, then decays linearly; clipping is applied per step."""
+    import torch
+
+    model, tok = load_qa_model(tiny_qa_dir, device="cpu", dtype="float32")
+    f = F.prepare_features(tok, ["Who led the raiders?"] * 4, [CTX] * 4,
+                           [[{"text": "Rollo", "answer_start": CTX.index("Rollo")}]] * 4, 64, 16)
+    lrs, clips = [], []
+    step = torch.optim.AdamW.step
+
+    def spy(self, *a, **k):
+        lrs.append(self.param_groups[0]["lr"])
+        return step(self, *a, **k)
+
+    clip = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.optim.AdamW, "step", spy)
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda p, n: clips.append(n) or clip(p, n))
+    n = len(f["start_positions"])  # one step per epoch
+    losses = F.train(model, f, epochs=10, learning_rate=1e-3, batch_size=n, warmup=0.2,
+                     max_grad_norm=0.5)
+    assert len(losses) == 10 and clips == [0.5] * 10
+    assert lrs[:4] == pytest.approx([5e-4, 1e-3, 1e-3, 1e-3 * 7 / 8])
+    assert lrs[-1] == pytest.approx(1e-3 / 8)

@@ -198,8 +198,11 @@ def length_grouped_batches(lengths, batch_size: int, gen, group: int = 50) -> li
 
 
 def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batch_size: int = 16,
-          seed: int = 0, weight_decay: float = 0.0) -> list[float]:
-    """Fine-tune ``model`` in place on ``feats`` (AdamW, linear decay); returns the step losses."""
+          seed: int = 0, weight_decay: float = 0.0, warmup: float = 0.0,
+          max_grad_norm: float = 0.0) -> list[float]:
+    """Fine-tune ``model`` in place on ``feats`` (AdamW; linear warm-up over the first ``warmup``
+    fraction of the steps, then linear decay to 0; gradients clipped to ``max_grad_norm`` when
+    positive); returns the step losses."""
     import torch
 
     device = next(model.parameters()).device
@@ -207,7 +210,14 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
     steps_per_epoch = max(1, -(-n // batch_size))
     total = max(1, steps_per_epoch * epochs)
     opt = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / total))
+    warm = int(round(warmup * total))
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model.train()
@@ -221,6 +231,8 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
             for idx in length_grouped_batches(lengths, batch_size, gen):
                 out = model(**_batch(model, feats, idx, device, trim=True))
                 out.loss.backward()
+                if max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
                 opt.step()
                 sched.step()
                 opt.zero_grad(set_to_none=True)
@@ -324,7 +336,9 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
     torch.manual_seed(ft["seed"] + fold)
     t0, w0 = time.process_time(), time.perf_counter()
     losses = train(model, feats, epochs=ft["epochs"], learning_rate=ft["learning_rate"],
-                   batch_size=ft["batch_size"], seed=ft["seed"] + fold)
+                   batch_size=ft["batch_size"], seed=ft["seed"] + fold,
+                   weight_decay=ft.get("weight_decay", 0.0), warmup=ft.get("warmup", 0.0),
+                   max_grad_norm=ft.get("max_grad_norm", 0.0))
     train_cpu, train_wall = time.process_time() - t0, time.perf_counter() - w0
     if losses:
         log.info("fold %d: %d windows, %d steps in %.0f s wall (%.0f CPU s), loss %.4f -> %.4f",

@@ -64,20 +64,24 @@ def predict(model, tokenizer, questions: list[str], contexts: list[str], max_len
                 cls = int(np.where(ids == cls_id)[0][0]) if cls_id is not None and (ids == cls_id).any() else 0
                 null[ex] = min(null[ex], float(starts[j][cls] + ends[j][cls]))
                 ctx = np.array([s == context_seq for s in seq_ids[f]])
+                if not ctx.any():
+                    continue
                 s_logit = np.where(ctx, starts[j], -np.inf)
                 e_logit = np.where(ctx, ends[j], -np.inf)
+                # the best valid span among the n_best starts x n_best ends (first in start-major order on ties)
                 s_top = np.argsort(s_logit)[::-1][:n_best]
                 e_top = np.argsort(e_logit)[::-1][:n_best]
-                for si in s_top:
-                    if not ctx[si]:
-                        continue
-                    for ei in e_top:
-                        if not ctx[ei] or ei < si or ei - si + 1 > max_answer_len:
-                            continue
-                        score = float(s_logit[si] + e_logit[ei])
-                        if score > best[ex][0]:
-                            a, z = int(offsets[f][si][0]), int(offsets[f][ei][1])
-                            best[ex] = (score, contexts[ex][a:z])
+                s_top = s_top[ctx[s_top]]
+                e_top = e_top[ctx[e_top]]
+                length = e_top[None, :] - s_top[:, None] + 1
+                score = s_logit[s_top][:, None] + e_logit[e_top][None, :]
+                score = np.where((length >= 1) & (length <= max_answer_len), score, -np.inf)
+                k = int(np.argmax(score))
+                top = float(score.flat[k])
+                if np.isfinite(top) and top > best[ex][0]:
+                    si, ei = s_top[k // score.shape[1]], e_top[k % score.shape[1]]
+                    a, z = int(offsets[f][si][0]), int(offsets[f][ei][1])
+                    best[ex] = (top, contexts[ex][a:z])
     answers, na = [], []
     for (score, text), nl in zip(best, null):
         diff = nl - score if np.isfinite(score) else float("inf")
