@@ -9,6 +9,9 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 CORES ?= 2
 STAMP := $(VENV)/.csbench-installed
+# Snakemake reads --configfile files before any workflow code runs and names neither the file nor the
+# line of a YAML error; every target checks its config files first (file:line:column, then the schema).
+CHECK_CONFIG := $(BIN)/python -m csbench.config
 
 .PHONY: setup apt venv demo test lint dag report clean-demo
 
@@ -39,6 +42,7 @@ setup: apt venv
 
 demo: setup
 	@echo "==> [4/4] demo DAG (resources/demo/config.yaml, $(CORES) cores)"
+	@$(CHECK_CONFIG) resources/demo/config.yaml
 	$(BIN)/snakemake --cores $(CORES) --configfile resources/demo/config.yaml --printshellcmds
 	@echo "demo finished: see results/"
 
@@ -50,7 +54,9 @@ lint: setup
 	$(BIN)/snakemake --lint
 
 dag: setup
+	@$(CHECK_CONFIG) resources/demo/config.yaml
 	$(BIN)/snakemake --configfile resources/demo/config.yaml --dag | dot -Tsvg > dag.svg
 
 report: setup
+	@$(CHECK_CONFIG) resources/demo/config.yaml
 	$(BIN)/snakemake --cores $(CORES) --configfile resources/demo/config.yaml --report results/report.html

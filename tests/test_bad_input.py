@@ -821,6 +821,25 @@ def test_snakefile_checks_its_config_file_first():
     assert text.index('check_config_files(["config.yaml"])') < text.index('configfile: "config.yaml"')
 
 
+def test_make_targets_check_their_config_files_first():
+    """Snakemake loads ``--configfile`` files before any workflow code and names neither file nor
+    line; every Makefile recipe that passes one runs ``$(CHECK_CONFIG)`` on it first."""
+    import re
+
+    recipes, target = {}, None
+    for line in (REPO / "Makefile").read_text().splitlines():
+        if re.match(r"^[A-Za-z_.-]+:", line):
+            target = line.split(":")[0]
+        elif line.startswith("\t") and target:
+            recipes.setdefault(target, []).append(line.strip())
+    checked = 0
+    for target, lines in recipes.items():
+        for i, line in enumerate(lines):
+            for cfg in re.findall(r"--configfile\s+(\S+)", line):
+                assert any("$(CHECK_CONFIG)" in x and cfg in x for x in lines[:i]), (target, cfg)
+                checked += 1
+    assert checked >= 3
+
 # -- finding 8: scoring a ProtoQA predictions file plans no model -------------------------------
 
 @pytest.mark.integration
