@@ -89,3 +89,134 @@ def test_lemma_index_matches_nltk_synsets():
               "mice", "was", "", "ate", "leaves", "axes", "best", "news", "ice_cream", "glasses"]:
         want = {(s.pos().replace("s", "a"), s.offset()) for s in wn.synsets(w)}
         assert synset_ids(w) == want, w
+
+
+# ------------------------------------------------------------------ embedding: fast == reference
+class WordEmbedder:
+    """Deterministic float32 vectors: the answer's words (random directions) plus per-text noise;
+    records the batches it is asked to encode."""
+
+    def __init__(self, dim=12):
+        self.dim = dim
+        self.calls = []
+
+    def _dir(self, key):
+        import hashlib
+
+        seed = int.from_bytes(hashlib.sha1(key.encode()).digest()[:8], "little")
+        return np.random.default_rng(seed).normal(size=self.dim)
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        out = []
+        for t in texts:
+            answer = t.split("? ", 1)[-1]
+            v = sum((self._dir(w) for w in answer.split()), np.zeros(self.dim))
+            v = v + 0.3 * self._dir("noise " + t)
+            out.append(v / np.linalg.norm(v))
+        return np.array(out, dtype=np.float32)
+
+
+def _embedding_fixture():
+    from csbench.protoqa.data import Predictions, Question
+
+    qs = {
+        "q1": Question("q1", "name a fruit?", (("apple", "apples", "green apple"), ("banana",),
+                                               ("red cherry", "cherry")), (9, 5, 3),
+                       raw=(("apple", 5), ("apples", 2), ("green apple", 2), ("banana", 5),
+                            ("cherry", 2), ("red cherry", 1), ("rock", 1))),
+        "q2": Question("q2", "name a pet?", (("dog", "puppy"),), (7,),
+                       raw=(("dog", 5), ("puppy", 2))),                  # one cluster: cosine
+        "q3": Question("q3", "name a colour?", (("red",), ("blue", "navy")), (6, 4),
+                       raw=(("red", 6), ("blue", 3), ("navy", 1), ("dog", 1))),
+        "q4": Question("q4", "name a tool?", (("hammer",),), (3,), raw=(("hammer", 3),)),
+    }
+    preds = Predictions(answers={
+        "q1": ["Apples", "banana split", "rock", "cherry", "apple", "  dog ", "green apple pie",
+               "a very long answer that goes on and on past the fifty character limit"],
+        "q2": ["puppy", "cat", "dog", "red"],
+        "q3": [],                                   # empty list: scores 0, nothing to encode
+        "zz": ["unknown"],                          # unknown id: skipped
+    })                                              # q4: no predictions
+    return qs, preds
+
+
+def _reference_scores(qs, preds, embedder, threshold):
+    """Straightforward per-question embedding scoring: every text encoded on its own, GP fits
+    exactly as described in EmbeddingMatcher's docstring, no prefetch, no caches."""
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    from csbench.protoqa import METRICS
+    from csbench.protoqa.scoring import score_question
+
+    def enc(q, a):
+        return embedder.encode([f"{q.question} {a}"])[0]
+
+    out = {}
+    for qid, answers in preds.answers.items():
+        if qid not in qs:
+            continue
+        q = qs[qid]
+        answers = [preprocess(a) for a in answers]
+        if not answers:
+            out[qid] = {m: 0.0 for m in METRICS}
+            continue
+        texts = []
+        for a in [a for a, _ in q.raw] + [a for c in q.clusters for a in c]:
+            if a not in texts:
+                texts.append(a)
+        X = np.stack([enc(q, a) for a in texts])
+        Z = np.stack([enc(q, a) for a in answers])
+        probs = np.zeros((len(answers), len(q.clusters)))
+        kernel = None
+        for j, cluster in enumerate(q.clusters):
+            y = np.array([int(a in cluster) for a in texts])
+            if 0 < y.sum() < len(y):
+                gpc = GaussianProcessClassifier(
+                    kernel=kernel or ConstantKernel(1.0) * RBF(1.0),
+                    optimizer=None if kernel else "fmin_l_bfgs_b", random_state=0).fit(X, y)
+                kernel = gpc.kernel_
+                probs[:, j] = gpc.predict_proba(Z)[:, 1]
+            else:
+                probs[:, j] = [min(max(max(float(z @ x) for x in X[y == 1]), 0.0), 1.0) for z in Z]
+        m = np.zeros_like(probs)
+        for i, row in enumerate(probs):
+            j = int(np.argmax(row))
+            if row[j] >= threshold:
+                m[i, j] = 1.0
+        out[qid] = score_question(m, None, q.counts)
+    return out
+
+
+@pytest.mark.parametrize("threshold", [0.1, 0.5])     # 0.5: some answers count as incorrect
+def test_embedding_fast_path_equals_reference(threshold):
+    from csbench.protoqa.scoring import Scorer, evaluate
+
+    qs, preds = _embedding_fixture()
+    ref = _reference_scores(qs, preds, WordEmbedder(), threshold)
+    emb = WordEmbedder()
+    df = evaluate(preds, qs, Scorer("embedding", embedder=emb, threshold=threshold))
+    got = {}
+    for r in df[df.question_id != "mean"].itertuples():
+        got.setdefault(r.question_id, {})[r.metric] = r.score
+    assert got == ref                       # exact float equality, every question and metric
+    assert len({v for s in ref.values() for v in s.values()}) > 2     # not only 0 and 1
+    # one encode call for the whole file, each text once (q3 has no answers, so no texts)
+    assert len(emb.calls) == 1 and len(set(emb.calls[0])) == len(emb.calls[0])
+    assert not any(t.startswith(("name a colour?", "name a tool?")) for t in emb.calls[0])
+
+
+def test_embedding_prefetch_encodes_only_new_texts():
+    from csbench.protoqa.data import Predictions
+    from csbench.protoqa.scoring import Scorer, evaluate
+
+    qs, preds = _embedding_fixture()
+    emb = WordEmbedder()
+    scorer = Scorer("embedding", embedder=emb)
+    evaluate(preds, qs, scorer)
+    evaluate(Predictions(answers={"q1": ["apple", "kiwi"]}), qs, scorer)
+    assert emb.calls[1] == ["name a fruit? kiwi"]          # targets and "apple" kept in memory
+    # a matcher used without prefetch (direct matrix calls) encodes on demand
+    em = EmbeddingMatcher(WordEmbedder(), threshold=0.1)
+    assert em.matrix(["apple"], qs["q1"]).sum() == 1.0

@@ -324,16 +324,65 @@ class EmbeddingMatcher:
     cosine similarity to its nearest member as the probability. The kernel's hyper-parameters
     are optimised (marginal likelihood) for the question's first cluster and reused for its other
     clusters (one optimisation per question instead of one per cluster: about 8x faster).
+
+    Speed: :meth:`prefetch` (called by :func:`csbench.protoqa.scoring.evaluate`) encodes every
+    text of a predictions file in one :meth:`Embedder.encode` call (length-sorted batches across
+    questions, one cache look-up) and keeps the vectors in memory, so each text is encoded once
+    per process; the GP fits and predictions (matrices of some 10-90 rows) run with one BLAS
+    thread (``blas_threads``): at that size threads only add synchronisation, and with another
+    job holding a core they made the GP work 4-5x slower (docs/protoqa.md). The numbers are
+    those of the per-question version (same texts, same fits; checked bit for bit on the dev set).
     """
 
-    def __init__(self, embedder, threshold: float = 0.1, seed: int = 0):
+    def __init__(self, embedder, threshold: float = 0.1, seed: int = 0, blas_threads: int = 1):
         self.embedder = embedder
         self.threshold = threshold
         self.seed = seed
+        self.blas_threads = blas_threads
         self._models: dict[str, list] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._pool = None
 
     def _text(self, question: str, answer: str) -> str:
         return f"{question} {answer}"
+
+    @staticmethod
+    def _targets(q) -> list[str]:
+        """The question's raw answers then its cluster strings, each once, in that order."""
+        return list(dict.fromkeys([a for a, _ in q.raw] + [a for c in q.clusters for a in c]))
+
+    def prefetch(self, items) -> int:
+        """Encode, in one call, every text that scoring ``items`` will need: ``(question,
+        pre-processed answers)`` pairs. Returns the number of texts not held in memory before."""
+        texts = []
+        for q, answers in items:
+            if answers:
+                texts += [self._text(q.question, a) for a in self._targets(q)]
+                texts += [self._text(q.question, a) for a in answers]
+        return self._remember(texts)
+
+    def _remember(self, texts) -> int:
+        new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if new:
+            self._vectors.update(zip(new, self.embedder.encode(new)))
+        return len(new)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        self._remember(texts)
+        return np.stack([self._vectors[t] for t in texts])
+
+    def _blas(self):
+        """Context capping the BLAS thread pool at ``blas_threads`` (None: leave it)."""
+        import contextlib
+
+        if self.blas_threads is None:
+            return contextlib.nullcontext()
+        if self._pool is None:
+            import sklearn.gaussian_process  # noqa: F401  (loads scipy's BLAS before the scan)
+            from threadpoolctl import ThreadpoolController
+
+            self._pool = ThreadpoolController()
+        return self._pool.limit(limits=self.blas_threads, user_api="blas")
 
     def _fit(self, q) -> list:
         if q.qid in self._models:
@@ -341,10 +390,9 @@ class EmbeddingMatcher:
         from sklearn.gaussian_process import GaussianProcessClassifier
         from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-        raw = [a for a, _ in q.raw] or []
+        texts = self._targets(q)
         members = [set(c) for c in q.clusters]
-        texts = list(dict.fromkeys(raw + [a for c in q.clusters for a in c]))
-        X = self.embedder.encode([self._text(q.question, a) for a in texts])
+        X = self._encode([self._text(q.question, a) for a in texts])
         models = []
         kernel = None       # hyper-parameters fitted on the first listed cluster, then reused
         for mem in members:
@@ -366,14 +414,19 @@ class EmbeddingMatcher:
         m = np.zeros((len(answers), len(q.clusters)))
         if not answers:
             return m
-        models = self._fit(q)
-        Z = self.embedder.encode([self._text(q.question, a) for a in answers])
-        probs = np.zeros_like(m)
-        for j, (kind, mdl) in enumerate(models):
-            if kind == "gp":
-                probs[:, j] = mdl.predict_proba(Z)[:, 1]
-            else:
-                probs[:, j] = np.clip((Z @ mdl.T).max(axis=1), 0.0, 1.0)
+        texts = [self._text(q.question, a) for a in answers]
+        targets = [] if q.qid in self._models else [self._text(q.question, a)
+                                                     for a in self._targets(q)]
+        self._remember(targets + texts)         # encode outside the BLAS cap; no-op if prefetched
+        with self._blas():
+            models = self._fit(q)
+            Z = self._encode(texts)
+            probs = np.zeros_like(m)
+            for j, (kind, mdl) in enumerate(models):
+                if kind == "gp":
+                    probs[:, j] = mdl.predict_proba(Z)[:, 1]
+                else:
+                    probs[:, j] = np.clip((Z @ mdl.T).max(axis=1), 0.0, 1.0)
         best = probs.argmax(axis=1)
         ok = probs[np.arange(len(answers)), best] >= self.threshold
         m[np.arange(len(answers))[ok], best[ok]] = 1.0

@@ -82,6 +82,7 @@ class Scorer:
     def __init__(self, similarity: str, embedder=None, threshold: float = 0.1,
                  stopword_only_match: bool = True):
         self.similarity = similarity
+        self.embedding = None
         if similarity == "exact":
             self._matrix = lambda answers, q: exact_matrix(answers, q.clusters)
         elif similarity == "wordnet":
@@ -90,10 +91,17 @@ class Scorer:
         elif similarity == "embedding":
             if embedder is None:
                 raise ValueError("embedding similarity needs an embedder")
-            em = EmbeddingMatcher(embedder, threshold)
+            em = self.embedding = EmbeddingMatcher(embedder, threshold)
             self._matrix = em.matrix
         else:
             raise ValueError(f"unknown similarity {similarity!r}")
+
+    def prepare(self, items) -> None:
+        """Before scoring ``(answers, question)`` pairs: the embedding similarity encodes all
+        their texts in one batch (:meth:`EmbeddingMatcher.prefetch`); others need nothing."""
+        if self.embedding is not None:
+            n = self.embedding.prefetch((q, [preprocess(a) for a in answers]) for answers, q in items)
+            log.info("embedding: %d texts prepared", n)
 
     def question(self, answers: list[str], q: Question) -> dict[str, float]:
         answers = [preprocess(a) for a in answers]
@@ -115,6 +123,7 @@ def evaluate(preds: Predictions, questions: dict[str, Question], scorer: Scorer,
     """
     scored, absent = check_against(preds, questions)
     rows = []
+    scorer.prepare((preds.answers[qid], questions[qid]) for qid in scored)
     for qid in scored:
         for metric, s in scorer.question(preds.answers[qid], questions[qid]).items():
             rows.append((qid, metric, s))
