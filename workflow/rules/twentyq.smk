@@ -1,5 +1,7 @@
 # 20Q: clean the Twenty Questions data, build the overlap-free split, score LMs on yes/no
 # questions (zero-shot, few-shot, without the topic) and relate NLL to topic frequency.
+# The same scoring runs on CSQA2 dev (twentyq.benchmarks: csqa2): the scoring rules take the test
+# set's directory under results/twentyq as the {yesno} wildcard ("" = 20Q, "csqa2/" = CSQA2).
 import csbench.audit.workflow as _auw
 import csbench.twentyq.workflow as _tqw
 
@@ -7,6 +9,7 @@ TWENTYQ = _tqw.ROOT
 TQ = _tqw.section(config, os.path.join(workflow.basedir, "workflow", "schemas"))
 TQ_MODELS = _tqw.scoring_models(TQ, config["models"]["lm"])
 TQ_REFERENCE = _tqw.reference_lm(TQ, config["models"]["lm"])
+TQ_BENCHMARKS = TQ["benchmarks"]
 
 
 rule twentyq_clean:
@@ -59,19 +62,42 @@ rule twentyq_split:
         "../scripts/twentyq_split.py"
 
 
+rule twentyq_csqa2:
+    input:
+        train=data_table("csqa2", "train"),
+        dev=data_table("csqa2", "dev"),
+    output:
+        train=f"{TWENTYQ}/csqa2/split/train.parquet",
+        test=f"{TWENTYQ}/csqa2/split/test.parquet",
+    params:
+        csqa2=TQ["csqa2"],
+    log:
+        "logs/twentyq/csqa2/split.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/twentyq_csqa2.py"
+
+
 rule twentyq_topic_frequency:
     input:
-        test=f"{TWENTYQ}/split/test.parquet",
+        test=f"{TWENTYQ}/{{yesno}}split/test.parquet",
         model=lambda wc: model_dir(TQ_REFERENCE),
     output:
-        f"{TWENTYQ}/topic_frequency.parquet",
+        f"{TWENTYQ}/{{yesno}}topic_frequency.parquet",
+    wildcard_constraints:
+        yesno=_tqw.YESNO_WILDCARD,
     params:
         lm=config["lm"],
         cache_dir=CACHE,
     log:
-        "logs/twentyq/topic_frequency.log",
+        "logs/twentyq/{yesno}topic_frequency.log",
     benchmark:
-        "benchmarks/twentyq/topic_frequency.tsv"
+        "benchmarks/twentyq/{yesno}topic_frequency.tsv"
     threads: 2
     resources:
         mem_mb=16000,
@@ -84,21 +110,23 @@ rule twentyq_topic_frequency:
 
 rule twentyq_score:
     input:
-        train=f"{TWENTYQ}/split/train.parquet",
-        test=f"{TWENTYQ}/split/test.parquet",
-        freq=f"{TWENTYQ}/topic_frequency.parquet",
+        train=f"{TWENTYQ}/{{yesno}}split/train.parquet",
+        test=f"{TWENTYQ}/{{yesno}}split/test.parquet",
+        freq=f"{TWENTYQ}/{{yesno}}topic_frequency.parquet",
         model=lambda wc: model_dir(wc.model),
     output:
-        scored=f"{TWENTYQ}/scores/{{model}}/items.parquet",
-        metrics=f"{TWENTYQ}/scores/{{model}}/metrics.tsv",
+        scored=f"{TWENTYQ}/{{yesno}}scores/{{model}}/items.parquet",
+        metrics=f"{TWENTYQ}/{{yesno}}scores/{{model}}/metrics.tsv",
+    wildcard_constraints:
+        yesno=_tqw.YESNO_WILDCARD,
     params:
         scoring=TQ["scoring"],
         lm=config["lm"],
         cache_dir=CACHE,
     log:
-        "logs/twentyq/scores/{model}.log",
+        "logs/twentyq/{yesno}scores/{model}.log",
     benchmark:
-        "benchmarks/twentyq/scores/{model}.tsv"
+        "benchmarks/twentyq/{yesno}scores/{model}.tsv"
     threads: 2
     resources:
         mem_mb=16000,
@@ -111,17 +139,20 @@ rule twentyq_score:
 
 rule twentyq_summary:
     input:
-        scored=expand(f"{TWENTYQ}/scores/{{model}}/items.parquet", model=TQ_MODELS),
-        metrics=expand(f"{TWENTYQ}/scores/{{model}}/metrics.tsv", model=TQ_MODELS),
+        scored=expand(f"{TWENTYQ}/{{{{yesno}}}}scores/{{model}}/items.parquet", model=TQ_MODELS),
+        metrics=expand(f"{TWENTYQ}/{{{{yesno}}}}scores/{{model}}/metrics.tsv", model=TQ_MODELS),
     output:
-        metrics=report(f"{TWENTYQ}/metrics.tsv", caption="../report/twentyq_metrics.rst", category="20Q"),
-        figure=report(f"{TWENTYQ}/nll_by_topic_frequency.png",
+        metrics=report(f"{TWENTYQ}/{{yesno}}metrics.tsv", caption="../report/twentyq_metrics.rst",
+                       category="20Q"),
+        figure=report(f"{TWENTYQ}/{{yesno}}nll_by_topic_frequency.png",
                       caption="../report/twentyq_frequency.rst", category="20Q"),
+    wildcard_constraints:
+        yesno=_tqw.YESNO_WILDCARD,
     params:
         models=TQ_MODELS,
         variant=TQ["scoring"]["figure_variant"],
     log:
-        "logs/twentyq/summary.log",
+        "logs/twentyq/{yesno}summary.log",
     threads: 1
     resources:
         mem_mb=2000,
@@ -133,4 +164,4 @@ rule twentyq_summary:
 
 
 # The overlap audits (audit.smk, included next) belong to this task: `tasks` has no audit entry.
-register_targets("twentyq", lambda: _tqw.targets(TQ_MODELS) + _auw.targets(AUDITS))
+register_targets("twentyq", lambda: _tqw.targets(TQ_MODELS, TQ_BENCHMARKS) + _auw.targets(AUDITS))

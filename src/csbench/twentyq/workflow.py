@@ -29,9 +29,19 @@ def reference_lm(tq: dict, lm_models: dict) -> str | None:
     return ref
 
 
-def targets(models: list[str]) -> list[str]:
-    out = [f"{ROOT}/cleaning_counts.tsv", f"{ROOT}/split/statistics.tsv",
-           f"{ROOT}/split/admission_counts.tsv"]
+# Where each yes/no test set lives: its split/{train,test}.parquet, topic_frequency.parquet,
+# scores/<model>/ and metrics.tsv sit under this directory. The rules take the part after ROOT
+# as the {yesno} wildcard ("" for 20Q itself, "csqa2/" for CSQA2 dev).
+BENCHMARK_DIRS = {"twentyq": ROOT, "csqa2": f"{ROOT}/csqa2"}
+YESNO_WILDCARD = "|".join(d[len(ROOT) + 1:] + "/" if d != ROOT else "" for d in BENCHMARK_DIRS.values())
+
+
+def targets(models: list[str], benchmarks=("twentyq",)) -> list[str]:
+    out = []
+    if "twentyq" in benchmarks:  # building the 20Q split needs the 20Q raw data
+        out += [f"{ROOT}/cleaning_counts.tsv", f"{ROOT}/split/statistics.tsv",
+                f"{ROOT}/split/admission_counts.tsv"]
     if models:
-        out += [f"{ROOT}/metrics.tsv", f"{ROOT}/nll_by_topic_frequency.png"]
+        for b in benchmarks:
+            out += [f"{BENCHMARK_DIRS[b]}/metrics.tsv", f"{BENCHMARK_DIRS[b]}/nll_by_topic_frequency.png"]
     return out
