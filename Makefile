@@ -1,4 +1,4 @@
-# Two commands from a fresh machine:  `make demo`  and  `make test`  (both set everything up).
+# From a fresh machine: `make demo`, `make test` and `make reproduce` (each sets everything up).
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -8,12 +8,13 @@ export NLTK_DATA
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 CORES ?= 2
+MIRROR ?=
 STAMP := $(VENV)/.csbench-installed
 # Snakemake reads --configfile files before any workflow code runs and names neither the file nor the
 # line of a YAML error; every target checks its config files first (file:line:column, then the schema).
 CHECK_CONFIG := $(BIN)/python -m csbench.config
 
-.PHONY: setup apt venv demo test lint dag report clean-demo
+.PHONY: setup apt venv demo test reproduce lint dag report clean-demo
 
 APT_PKGS := wordnet-base wordnet-sense-index graphviz
 
@@ -49,6 +50,14 @@ demo: setup
 test: setup
 	@echo "==> [4/4] tests"
 	$(BIN)/python -m pytest -q -ra tests
+
+# Every task on the real sources with real models (config/reproduce.yaml; hours of CPU, see
+# docs/reproduce.md). Downloads by default; MIRROR=<dir> reads <dir>/<source>/<file> instead.
+reproduce: setup
+	@echo "==> [4/4] reproduce (config/reproduce.yaml$(if $(MIRROR), with mirror $(MIRROR)), $(CORES) cores)"
+	@$(CHECK_CONFIG) config/reproduce.yaml
+	$(BIN)/snakemake --cores $(CORES) --configfile config/reproduce.yaml $(if $(MIRROR),--config mirror=$(MIRROR)) --printshellcmds
+	@echo "reproduce finished: see results/RESULTS.md"
 
 lint: setup
 	$(BIN)/snakemake --lint

@@ -31,6 +31,7 @@ include: "workflow/rules/twentyq.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/qads.smk"
 include: "workflow/rules/contamination.smk"
+include: "workflow/rules/results.smk"  # last: reads the targets the task files registered
 
 
 rule all:

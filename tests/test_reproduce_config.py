@@ -1,0 +1,44 @@
+"""config/reproduce.yaml: the same models and QADS settings as config/real-models.yaml, and a dry
+run of the whole reproduction DAG on the staged mirror (cheap: nothing runs)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+MIRROR = REPO.parent / "shared" / "mirror"
+
+
+def load(name):
+    return yaml.safe_load((REPO / "config" / name).read_text())
+
+
+def test_reproduce_uses_the_real_model_specs_and_qads_settings():
+    rep, real = load("reproduce.yaml"), load("real-models.yaml")
+    assert rep["models"] == real["models"]  # edit both files together
+    assert rep["qads"] == real["qads"]
+    assert set(rep["models"]["lm"]) == {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"}
+    assert rep["tasks"] == ["twentyq", "protoqa", "winowhat", "qads", "contamination", "results"]
+    assert rep["twentyq"]["benchmarks"] == ["csqa2"] and rep["mirror"] is None
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason=f"no staged mirror at {MIRROR}")
+def test_reproduce_dry_run_plans_every_task(tmp_path):
+    proc = subprocess.run(
+        [SNAKEMAKE, "-n", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+         "--configfile", str(REPO / "config/reproduce.yaml"), "--config", f"mirror={MIRROR}"],
+        capture_output=True, text=True,
+        env=dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", proc.stdout.split("Job stats:", 1)[1], re.M))
+    for rule, n in {"winowhat_score": "3", "protoqa_generate": "3", "twentyq_score": "3",
+                    "audit_run": "2", "qads_finetune_fold": "2", "results": "1"}.items():
+        assert stats.get(rule) == n, (rule, stats)
+    assert "twentyq_split" not in stats and "twentyq_clean" not in stats  # no 20Q raw data

@@ -1,0 +1,127 @@
+"""RESULTS.md (csbench.results, rule `results`): built from result tables only, skipped tasks say
+so, every published anchor has a source, and two runs on the same tables give identical files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from csbench import results as R
+
+REPO = Path(__file__).resolve().parents[1]
+ANCHORS = REPO / "resources" / "published_anchors.tsv"
+
+
+def tsv(path: Path, rows: list[dict]) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+    return str(path)
+
+
+def result_tables(root: Path) -> dict[str, list[str]]:
+    """Small tables in the layouts the tasks write (the registered targets, by task)."""
+    r = root / "results"
+    prov = {"random_model": False, "model_source": "pypi:x==1", "model_sha256": "ab", "model_quant": "Q4"}
+    acc = []
+    for model in ("m2", "m1"):
+        for dataset, variant, cats in (("winogrande_dev", "orig", ("all", "physical", "social")),
+                                       ("winogrande_dev", "transf", ("all", "physical", "social")),
+                                       ("wsc", "orig", ("all",))):
+            for i, cat in enumerate(cats):
+                a = 0.5 + 0.01 * i + (0.02 if variant == "orig" else 0.0) + (0.1 if model == "m1" else 0)
+                for subset in ("all", "in_original_experiment"):
+                    acc.append({"model": model, "dataset": dataset, "variant": variant, "subset": subset,
+                                "category": cat, "n": 100, "accuracy": a, "ci_low": a - 0.05,
+                                "ci_high": a + 0.05, **prov})
+    mcn = [{"model": m, "dataset": "winogrande_dev", "subset": s, "n_pairs": 90, "acc_orig": 0.52,
+            "acc_transf": 0.5, "orig_only_correct": 12, "transf_only_correct": 10, "p_value": 0.83, **prov}
+           for m in ("m1", "m2") for s in ("all", "in_original_experiment")]
+    pq = {"metric": list(R.PQ_METRICS) + ["max_answers@all"]}
+    for sim in ("exact", "wordnet"):
+        for system in ("gpt2finetuned", "human", "gen-m1"):
+            pq[f"{sim}/{system}"] = [0.1 * (k + 1) for k in range(len(pq["metric"]))]
+    tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
+           **prov} for m in ("m1", "m2") for v in R.VARIANTS]
+    audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
+              "normalised_duplicate_pairs": 0, "test_items_with_duplicate": 1, "top1_mean": 0.5,
+              "top1_q50": 0.5, "top1_q90": 0.7, "top1_q99": 0.9, "top1_max": 1.0, "pct_top1_ge_0.8": 20.0,
+              "pct_top1_ge_0.9": 20.0, "pct_top1_ge_0.95": 20.0, "encode_s": 1.23}]
+    wsd = [{"method": m, "dataset": d, "precision": 0.5, "recall": 0.5, "f1": 0.5, "n": 7, "attempted": 7,
+            "correct": 3} for m in ("first_sense", "enhanced_lesk") for d in ("ALL", "senseval2")]
+    ft = [{"model": "qa", "fold": f, "split": "finetuned", "questions": q, "exact": 40.0, "f1": 50.0 - i,
+           "HasAns_exact": 30.0, "HasAns_f1": 45.0, "NoAns_exact": 60.0, "n": 100, **prov}
+          for f in ("0", "pooled") for i, q in enumerate(("original", "one", "all"))]
+    eff = [{"model": "m1", "dataset": "winogrande_dev", "variant": "orig", "benchmark": "winogrande_dev",
+            "corpus": "web", "method": "exact", "n_contaminated": 3, "n_clean": 20, "acc_contaminated": 0.6,
+            "acc_clean": 0.5, "difference": 0.1, "u": 33.0, "p_value": 0.3, "random_model": False}]
+    qa_scores = r / "qads" / "qa_scores.tsv"
+    qa_scores.parent.mkdir(parents=True, exist_ok=True)
+    qa_scores.write_text("\n")  # no pretrained QA model configured: an empty table
+    return {
+        "winowhat": [tsv(r / "winowhat/accuracy.tsv", acc), tsv(r / "winowhat/mcnemar.tsv", mcn),
+                     str(r / "winowhat/accuracy.png")],
+        "protoqa": [tsv(r / "protoqa/summary.tsv", [dict(zip(pq, v)) for v in zip(*pq.values())])],
+        "twentyq": [tsv(r / "twentyq/csqa2/metrics.tsv", tq), str(r / "twentyq/csqa2/nll.png"),
+                    tsv(r / "audit/summary.tsv", audit)],
+        "qads": [tsv(r / "qads/wsd_eval.tsv", wsd), str(qa_scores),
+                 tsv(r / "qads/finetune/qa.squad-by-article.tsv", ft),
+                 tsv(r / "qads/domains.tsv", [{"title": "A", "questions": 5, "words_with_domain": 2,
+                                               "domains": "law (2)"}])],
+        "contamination": [tsv(r / "contamination/effect.tsv", eff),
+                          tsv(r / "contamination/summary.tsv", [{"benchmark": "winogrande_dev",
+                              "corpus": "web", "method": "exact", "items": 23, "contaminated": 3,
+                              "rate": 0.13}])],
+    }
+
+
+def run_build(root: Path, targets: dict[str, list[str]], configured: list[str], out: Path) -> dict:
+    planned = R.planned(targets)
+    outputs = {k: str(out / "summary" / name) for k, name in planned.items()}
+    tables = {t: R.inputs_of(t, ts) for t, ts in targets.items()}
+    R.build(tables, configured + ["results"], ANCHORS, out / "RESULTS.md", outputs)
+    return outputs
+
+
+def test_every_published_anchor_has_a_value_and_a_source():
+    df = R.read_anchors(ANCHORS)
+    assert len(df) and df["source"].str.len().min() > 10
+    assert set(df["task"]) <= set(R.TASK_ORDER)
+
+
+def test_anchor_rows_without_a_source_are_refused(tmp_path):
+    bad = tmp_path / "a.tsv"
+    bad.write_text("\t".join(R.ANCHOR_COLUMNS) + "\nwinowhat\tWG\tx\taccuracy\t50\tzero-shot\t\t\n")
+    with pytest.raises(ValueError, match="source"):
+        R.read_anchors(bad)
+
+
+def test_results_from_tables_and_byte_identical_reruns(tmp_path):
+    targets = result_tables(tmp_path / "run")
+    a = run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "a")
+    b = run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "b")
+    assert set(a) == {"winowhat_accuracy", "winowhat_categories", "paraphrase_effect", "protoqa",
+                      "twentyq_yesno", "audits", "qads_wsd", "qads_qa", "contamination_effect"}
+    for key in a:
+        assert Path(a[key]).read_bytes() == Path(b[key]).read_bytes(), key
+    md = (tmp_path / "a" / "RESULTS.md").read_text()
+    assert md == (tmp_path / "b" / "RESULTS.md").read_text()
+    assert "| m1 | 62.0 [57.0, 67.0] | 60.0 [55.0, 65.0] | 90 |" in md  # WinoWhat headline row
+    assert "![Paraphrase effect per category](summary/paraphrase_effect.png)" in md
+    assert "GPT-2 fine-tuned (release predictions file)" in md and "m1 (sampling baseline" in md
+    assert "**CSQA2 dev**" in md and "zero-shot with / without topic" in md
+    assert "| qa | fine-tuned (article folds) | one | 100 | 40.0 | 49.0 |" in md  # pooled rows only
+    assert "**Published**" in md and "arXiv:2201.05320" in md
+    cats = pd.read_csv(a["winowhat_categories"], sep="\t")
+    assert cats.loc[(cats.model == "m1") & (cats.category == "all"), "difference"].round(4).item() == -0.02
+
+
+def test_tasks_not_configured_are_skipped_with_a_line(tmp_path):
+    targets = result_tables(tmp_path / "run")
+    only = {"winowhat": targets["winowhat"], "contamination": []}  # contamination without a corpus
+    outputs = run_build(tmp_path, only, ["winowhat", "contamination"], tmp_path / "o")
+    md = (tmp_path / "o" / "RESULTS.md").read_text()
+    assert "Skipped: `protoqa` is not in this run's `tasks`" in md
+    assert "Skipped: `qads` is not in this run's `tasks`" in md
+    assert "No corpus is configured" in md
+    assert set(outputs) == {"winowhat_accuracy", "winowhat_categories", "paraphrase_effect"}
