@@ -1,5 +1,9 @@
 """Shared LM scoring engine: summed continuation log-probabilities from a causal LM.
 
+The engine is split by role: :mod:`csbench.lm.plan` (request planning: rows, prefix groups,
+order), :mod:`csbench.lm.cache` (the SQLite cache), :class:`csbench.lm.base.Scorer` (the shared
+front: checks, cache lookup, stats) and :mod:`csbench.lm.score` (local execution).
+
 API (stable; 20Q, ProtoQA and WinoWhat code against it)::
 
     from csbench.lm import LMScorer
@@ -48,6 +52,8 @@ always computed in fp32).
 """
 from __future__ import annotations
 
-from .score import LMScorer, encode_pair, request_fingerprint
+from .cache import request_fingerprint
+from .plan import encode_pair
+from .score import LMScorer
 
 __all__ = ["LMScorer", "encode_pair", "request_fingerprint"]

@@ -1,15 +1,19 @@
-"""The scoring engine behind :class:`csbench.lm.LMScorer` (see the package docstring for the API)."""
+"""The local backend: :class:`LMScorer` runs the model with PyTorch (see the package docstring
+for the API). Planning (rows, prefix groups, order) is :mod:`csbench.lm.plan`, the cache
+:mod:`csbench.lm.cache`, the shared front (cache lookup, stats) :class:`csbench.lm.base.Scorer`;
+this module executes: tokenising, batching with out-of-memory backoff, tree attention and the
+KV-cache path, the last layer at scored positions, log-softmax at the continuation positions."""
 from __future__ import annotations
 
 import gc
-import hashlib
-import json
 import logging
 import os
-import sqlite3
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from .base import Scorer, cut_at_stop
+from .cache import ScoreCache, model_fingerprint, request_fingerprint  # noqa: F401
+from .plan import GROUP_ORDER, Row, build_rows, encode_pair, group_prefixes, lcp  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -25,59 +29,6 @@ _SPECIAL_LOGIT_ATTRS = ("final_logit_softcapping", "logit_scale", "logits_scalin
                         "output_multiplier_scale")
 
 
-def request_fingerprint(context: str, continuation: str) -> str:
-    """Stable hash of one request's text (part of the cache key)."""
-    return hashlib.sha1(f"{context}\x1f{continuation}".encode("utf-8")).hexdigest()
-
-
-def model_fingerprint(model_dir: str | Path) -> str:
-    """Hash identifying a model: its config, tokenizer and the names/sizes of its weight files."""
-    p = Path(str(model_dir))
-    h = hashlib.sha256()
-    if not p.is_dir():
-        h.update(str(model_dir).encode())
-        return h.hexdigest()
-    for name in sorted(os.listdir(p)):
-        f = p / name
-        if not f.is_file():
-            continue
-        if name.endswith((".json", ".txt", ".model")):
-            h.update(name.encode() + b"\0" + f.read_bytes())
-        else:
-            h.update(f"{name}\0{f.stat().st_size}".encode())
-    return h.hexdigest()
-
-
-def encode_pair(tokenizer, context: str, continuation: str, prefix_token_id: int,
-                add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
-    """Token ids of (context, continuation) exactly as lm-evaluation-harness builds them.
-
-    ``add_special_tokens=None`` uses the tokenizer's default (as the harness does when its
-    ``add_bos_token`` is unset).
-    """
-    kw = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
-
-    def enc(s):
-        return tokenizer.encode(s, **kw)
-
-    if context == "":
-        return [prefix_token_id], enc(continuation)
-    n_spaces = len(context) - len(context.rstrip())
-    if n_spaces > 0:
-        continuation = context[-n_spaces:] + continuation
-        context = context[:-n_spaces]
-    whole = enc(context + continuation)
-    ctx = enc(context)
-    return ctx, whole[len(ctx):]
-
-
-@dataclass
-class _Row:
-    """One sequence fed to the model and the requests it answers."""
-    tokens: list[int]
-    members: list[tuple[int, int, list[int]]] = field(default_factory=list)  # (req idx, start, targets)
-
-
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -86,36 +37,10 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, oom_types) or "out of memory" in str(exc).lower()
 
 
-class _Cache:
-    """SQLite cache of scores per (model fingerprint + dtype, caller key, request hash)."""
+class LMScorer(Scorer):
+    """Summed continuation log-probabilities from a local causal LM (see :mod:`csbench.lm`)."""
 
-    def __init__(self, cache_dir: str | Path, model_key: str):
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        self.path = Path(cache_dir) / f"lm-{model_key[:24]}.sqlite"
-        self.model_key = model_key
-        self.con = sqlite3.connect(str(self.path), timeout=120)
-        self.con.execute("PRAGMA journal_mode=WAL")
-        self.con.execute("CREATE TABLE IF NOT EXISTS scores (model TEXT, key TEXT, req TEXT, "
-                         "logprob REAL, n_tokens INTEGER, PRIMARY KEY (model, key, req))")
-        self.con.commit()
-
-    def get(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int]]:
-        out = {}
-        for key, req in pairs:
-            row = self.con.execute("SELECT logprob, n_tokens FROM scores WHERE model=? AND key=? "
-                                   "AND req=?", (self.model_key, key, req)).fetchone()
-            if row is not None:
-                out[(key, req)] = (float(row[0]), int(row[1]))
-        return out
-
-    def put(self, items: list[tuple[str, str, float, int]]) -> None:
-        with self.con:
-            self.con.executemany("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?)",
-                                 [(self.model_key, k, r, lp, n) for k, r, lp, n in items])
-
-
-class LMScorer:
-    """Summed continuation log-probabilities from a causal LM (see :mod:`csbench.lm`)."""
+    backend = "local"
 
     def __init__(self, model_dir, device: str = "auto", dtype: str = "auto",
                  batch_size: int | str = "auto", max_batch_size: int = 256,
@@ -148,7 +73,7 @@ class LMScorer:
         self.prefix_token_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         self.pad_token_id = tok.pad_token_id if tok.pad_token_id is not None else 0
         self.model_key = model_fingerprint(model_dir) + ":" + str(self.dtype)
-        self.cache = _Cache(cache_dir, self.model_key) if cache_dir else None
+        self.cache = ScoreCache(cache_dir, self.model_key) if cache_dir else None
         _fuse_activations(self.model)
         self._head = self.model.get_output_embeddings()
         self._base = getattr(self.model, "base_model", None)
@@ -236,32 +161,18 @@ class LMScorer:
 
     def loglikelihood(self, requests, keys=None) -> list[tuple[float, int]]:
         """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``."""
-        requests = [(str(c), str(x)) for c, x in requests]
-        if keys is not None and len(keys) != len(requests):
-            raise ValueError("keys must have one entry per request")
-        t0 = time.perf_counter()
-        self.stats["requests"] += len(requests)
-        results: list[tuple[float, int] | None] = [None] * len(requests)
-        ckeys = [(keys[i] if keys is not None else "", request_fingerprint(*r))
-                 for i, r in enumerate(requests)]
-        if self.cache is not None:
-            hit = self.cache.get(ckeys)
-            for i, ck in enumerate(ckeys):
-                if ck in hit:
-                    results[i] = hit[ck]
-            self.stats["cached"] += len(hit)
-        todo = [i for i, r in enumerate(results) if r is None]
         # The many small token lists would trigger cyclic-GC passes over the whole model's
         # objects; nothing here makes cycles, so pause the collector while scoring.
         gc_was = gc.isenabled()
         gc.disable()
         try:
-            self._score_todo(requests, todo, results, ckeys)
+            return super().loglikelihood(requests, keys)
         finally:
             if gc_was:
                 gc.enable()
-        self.stats["seconds"] += time.perf_counter() - t0
-        return results  # type: ignore[return-value]
+
+    def describe(self) -> str:
+        return f"local on {self.device} ({self.dtype})"
 
     def _score_todo(self, requests, todo, results, ckeys) -> None:
         # Encode (in one batched tokenizer call) and deduplicate identical token sequences.
@@ -286,10 +197,6 @@ class LMScorer:
         if self.cache is not None and new:
             self.cache.put(new)
 
-    def loglikelihood_rolling(self, texts) -> list[tuple[float, int]]:
-        """Log-probability of whole texts (conditioned on the end-of-text/BOS token)."""
-        return self.loglikelihood([("", t) for t in texts])
-
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",)) -> list[list[str]]:
@@ -300,37 +207,9 @@ class LMScorer:
         texts = sample_completions(self.model, self.tokenizer, prompts, num_samples,
                                    max_new_tokens=max_new_tokens, temperature=temperature,
                                    top_p=top_p, top_k=top_k, seed=seed)
-        out = []
-        for samples in texts:
-            cut = []
-            for t in samples:
-                for st in stop or ():
-                    if st in t:
-                        t = t[:t.index(st)]
-                cut.append(t)
-            out.append(cut)
-        return out
+        return [cut_at_stop(samples, stop) for samples in texts]
 
     # ------------------------------------------------------------------ internals
-    def _rows(self, enc) -> list[_Row]:
-        """Build model inputs; single-token continuations sharing a context share a row."""
-        L = self.max_length
-        rows: list[_Row] = []
-        shared: dict[tuple, _Row] = {}
-        for u, (ctx, cont) in enumerate(enc):
-            inp = (ctx + cont)[-(L + 1):][:-1]
-            if len(cont) == 1:
-                key = tuple(inp)
-                row = shared.get(key)
-                if row is None:
-                    row = shared[key] = _Row(inp)
-                    rows.append(row)
-                row.members.append((u, len(inp) - 1, cont))
-            else:
-                start = len(inp) - len(cont)
-                rows.append(_Row(inp, [(u, start, cont)]))
-        return rows
-
     def _score_encoded(self, enc) -> list[tuple[float, int]]:
         import torch
 
@@ -340,10 +219,10 @@ class LMScorer:
             return self._score_rows(enc)
 
     def _score_rows(self, enc) -> list[tuple[float, int]]:
-        rows = self._rows(enc)
+        rows = build_rows(enc, self.max_length)
         self.stats["rows"] += len(rows)
         if self.share_prefix and self._partial_logits:
-            groups, singles = _group_prefixes(rows, self.min_shared_prefix,
+            groups, singles = group_prefixes(rows, self.min_shared_prefix,
                                               max_group=self._start_batch_size())
         else:
             groups, singles = [], rows
@@ -478,7 +357,7 @@ class LMScorer:
             return self._base_call(input_ids, keep=keep, use_cache=False).last_hidden_state
         return self.model(input_ids=input_ids, use_cache=False).logits
 
-    def _run_batch(self, batch: list[_Row], out) -> None:
+    def _run_batch(self, batch: list[Row], out) -> None:
         import torch
 
         width = max(len(r.tokens) for r in batch)
@@ -493,7 +372,7 @@ class LMScorer:
         self.stats["forward_tokens"] += sum(len(r.tokens) for r in batch)
         self.stats["padded_tokens"] += width * len(batch)
 
-    def _run_shared(self, plen: int, groups: list[list[_Row]], out) -> None:
+    def _run_shared(self, plen: int, groups: list[list[Row]], out) -> None:
         """Groups of rows sharing token prefixes, in ONE forward pass (tree attention): each
         group becomes one sequence holding the trie of its rows (every shared token once), with
         a 4-D mask letting each token attend to its ancestors and itself and position ids =
@@ -510,7 +389,7 @@ class LMScorer:
         self.stats["forward_tokens"] += sum(len(t[0]) for t in tries)
         self.stats["padded_tokens"] += hidden.shape[0] * hidden.shape[1]
 
-    def _tree_forward(self, groups: list[list[_Row]], scored: bool = False):
+    def _tree_forward(self, groups: list[list[Row]], scored: bool = False):
         """Final hidden states of the groups' tries, one sequence per group (with ``scored``,
         valid only at the members' scored positions)."""
         import torch
@@ -550,7 +429,7 @@ class LMScorer:
                                  use_cache=False).last_hidden_state
         return hidden, members, posmap, tries
 
-    def _tree_agrees(self, group: list[_Row]) -> bool:
+    def _tree_agrees(self, group: list[Row]) -> bool:
         """One-off check (hidden states only, two rows) that tree attention reproduces plain
         rows for this model."""
         import torch
@@ -575,7 +454,7 @@ class LMScorer:
                         "using the KV-cache path for shared prefixes")
         return ok
 
-    def _trie(self, rows: list[_Row]):
+    def _trie(self, rows: list[Row]):
         """Token trie of rows (memoised per call): node tokens, depths, subtree ends and each
         row's node path, nodes numbered in depth-first pre-order (rows inserted sorted)."""
         got = self._tries.get(id(rows))
@@ -588,7 +467,7 @@ class LMScorer:
         prev: list[int] = []
         for r in sorted(rows, key=lambda r: r.tokens):
             # Sorted rows: the tokens after the common prefix with the previous row are new nodes.
-            k = _lcp(prev, r.tokens) if paths else 0
+            k = lcp(prev, r.tokens) if paths else 0
             path = paths[-1][:k] if paths else []
             for t in r.tokens[k:]:
                 parent.append(path[-1] if path else -1)
@@ -606,7 +485,7 @@ class LMScorer:
         self._tries[id(rows)] = (rows, res)
         return res
 
-    def _run_shared_kv(self, plen: int, groups: list[list[_Row]], out) -> None:
+    def _run_shared_kv(self, plen: int, groups: list[list[Row]], out) -> None:
         """Groups of rows sharing their first ``plen`` tokens: the prefixes run once (KV cache),
         then every member's suffix runs on its group's cached prefix."""
         import torch
@@ -630,7 +509,7 @@ class LMScorer:
                                                                  for r in members)
         self.stats["padded_tokens"] += plen * len(groups) + width * len(members)
 
-    def _accumulate(self, hidden, batch: list[_Row], offset: int, out, posmap=None) -> None:
+    def _accumulate(self, hidden, batch: list[Row], offset: int, out, posmap=None) -> None:
         """Log-probs of the members' targets from hidden states (row b, position - offset;
         with ``posmap``, row i's position p is at hidden[posmap[i][0], posmap[i][1][p]])."""
         import torch
@@ -671,48 +550,3 @@ def _fuse_activations(model) -> None:
         for name, child in list(mod.named_children()):
             if type(child) is NewGELUActivation:
                 setattr(mod, name, GELUTanh())
-
-
-# Order of shared-prefix groups before batching: longest rows first (least padding).
-GROUP_ORDER = lambda g: (-max(len(r.tokens) for r in g[1]), -g[0], g[1][0].tokens)  # noqa: E731
-
-
-def _lcp(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def _group_prefixes(rows: list[_Row], min_prefix: int, max_group: int = 1 << 30):
-    """Split rows into groups that share a token prefix (``[(prefix_len, rows)]``) and singles.
-
-    Rows are visited in token order; a row joins the current group while the common prefix,
-    capped at every member's first scored position, stays >= ``min_prefix`` tokens and >= 3/4
-    of the group's current prefix, and the group has fewer than ``max_group`` rows."""
-    groups, singles = [], []
-    if not rows:
-        return groups, singles
-    order = sorted(rows, key=lambda r: r.tokens)
-
-    def first_needed(r):
-        return min(start for _, start, _ in r.members)
-
-    def flush(cur, plen):
-        if len(cur) > 1:
-            groups.append((plen, cur))
-        else:
-            singles.append(cur[0])
-
-    cur, plen = [order[0]], first_needed(order[0])
-    for r in order[1:]:
-        new = min(plen, _lcp(cur[0].tokens, r.tokens), first_needed(r))
-        if new >= min_prefix and 4 * new >= 3 * plen and len(cur) < max_group:
-            cur.append(r)
-            plen = new
-        else:
-            flush(cur, plen)
-            cur, plen = [r], first_needed(r)
-    flush(cur, plen)
-    return groups, singles

@@ -1,0 +1,123 @@
+"""Request planning shared by the backends: how requests are split, deduplicated, grouped and
+ordered before any model or server sees them.
+
+* :func:`split_pair`: lm-evaluation-harness's text convention (trailing whitespace of the context
+  moves to the continuation); :func:`encode_pair`: its token ids.
+* Local backend (token level): :func:`build_rows` packs requests into model rows (single-token
+  continuations sharing a context share a row), :func:`group_prefixes` groups rows that share a
+  token prefix (scored once, as a trie), :data:`GROUP_ORDER` orders groups.
+* Served backend (text level): :func:`text_order` sends requests in prompt order, so requests
+  sharing a prefix (the options of one item, few-shot prompts) follow each other and the server's
+  prompt cache reuses the shared part.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def split_pair(context: str, continuation: str) -> tuple[str, str]:
+    """Move the context's trailing whitespace to the start of the continuation (as the harness
+    does before tokenising)."""
+    n = len(context) - len(context.rstrip())
+    if n:
+        return context[:-n], context[-n:] + continuation
+    return context, continuation
+
+
+def encode_pair(tokenizer, context: str, continuation: str, prefix_token_id: int,
+                add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
+    """Token ids of (context, continuation) exactly as lm-evaluation-harness builds them.
+
+    ``add_special_tokens=None`` uses the tokenizer's default (as the harness does when its
+    ``add_bos_token`` is unset).
+    """
+    kw = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+
+    def enc(s):
+        return tokenizer.encode(s, **kw)
+
+    if context == "":
+        return [prefix_token_id], enc(continuation)
+    context, continuation = split_pair(context, continuation)
+    whole = enc(context + continuation)
+    ctx = enc(context)
+    return ctx, whole[len(ctx):]
+
+
+@dataclass
+class Row:
+    """One sequence fed to the model and the requests it answers."""
+    tokens: list[int]
+    members: list[tuple[int, int, list[int]]] = field(default_factory=list)  # (req idx, start, targets)
+
+
+def build_rows(enc: list[tuple[list[int], list[int]]], max_length: int) -> list[Row]:
+    """Model inputs of encoded requests (left-truncated to ``max_length``); single-token
+    continuations sharing a context share a row."""
+    L = max_length
+    rows: list[Row] = []
+    shared: dict[tuple, Row] = {}
+    for u, (ctx, cont) in enumerate(enc):
+        inp = (ctx + cont)[-(L + 1):][:-1]
+        if len(cont) == 1:
+            key = tuple(inp)
+            row = shared.get(key)
+            if row is None:
+                row = shared[key] = Row(inp)
+                rows.append(row)
+            row.members.append((u, len(inp) - 1, cont))
+        else:
+            start = len(inp) - len(cont)
+            rows.append(Row(inp, [(u, start, cont)]))
+    return rows
+
+
+# Order of shared-prefix groups before batching: longest rows first (least padding).
+GROUP_ORDER = lambda g: (-max(len(r.tokens) for r in g[1]), -g[0], g[1][0].tokens)  # noqa: E731
+
+
+def lcp(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix of two token lists."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def group_prefixes(rows: list[Row], min_prefix: int, max_group: int = 1 << 30):
+    """Split rows into groups that share a token prefix (``[(prefix_len, rows)]``) and singles.
+
+    Rows are visited in token order; a row joins the current group while the common prefix,
+    capped at every member's first scored position, stays >= ``min_prefix`` tokens and >= 3/4
+    of the group's current prefix, and the group has fewer than ``max_group`` rows."""
+    groups, singles = [], []
+    if not rows:
+        return groups, singles
+    order = sorted(rows, key=lambda r: r.tokens)
+
+    def first_needed(r):
+        return min(start for _, start, _ in r.members)
+
+    def flush(cur, plen):
+        if len(cur) > 1:
+            groups.append((plen, cur))
+        else:
+            singles.append(cur[0])
+
+    cur, plen = [order[0]], first_needed(order[0])
+    for r in order[1:]:
+        new = min(plen, lcp(cur[0].tokens, r.tokens), first_needed(r))
+        if new >= min_prefix and 4 * new >= 3 * plen and len(cur) < max_group:
+            cur.append(r)
+            plen = new
+        else:
+            flush(cur, plen)
+            cur, plen = [r], first_needed(r)
+    flush(cur, plen)
+    return groups, singles
+
+
+def text_order(prompts: list[str]) -> list[int]:
+    """Indices of ``prompts`` in text order (shared prefixes adjacent), ties by index."""
+    return sorted(range(len(prompts)), key=lambda i: (prompts[i], i))
