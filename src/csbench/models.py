@@ -239,6 +239,13 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
     prov: dict = {"name": outdir.name, "spec": ms.as_dict(), "random": ms.random,
                   "packages": _package_versions(),
                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if ms.kind == "openai":
+        # a served model: nothing to fetch; the directory records the endpoint and model (and
+        # the name of the key's environment variable, never a key) for the scoring jobs
+        prov.update(served=True, parameters=None)
+        with atomic_dir(outdir) as tmp:
+            (tmp / PROVENANCE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
+        return outdir
     with atomic_dir(outdir) as tmp:
         if ms.kind == "random":
             build_random_model(ms.ref, tmp, texts=texts, seed=seed)

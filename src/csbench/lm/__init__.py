@@ -1,8 +1,10 @@
 """Shared LM scoring engine: summed continuation log-probabilities from a causal LM.
 
-The engine is split by role: :mod:`csbench.lm.plan` (request planning: rows, prefix groups,
-order), :mod:`csbench.lm.cache` (the SQLite cache), :class:`csbench.lm.base.Scorer` (the shared
-front: checks, cache lookup, stats) and :mod:`csbench.lm.score` (local execution).
+Two backends behind one interface (:class:`csbench.lm.base.Scorer`): the local PyTorch engine
+:class:`LMScorer` (below) and a served model behind an OpenAI-compatible ``/v1/completions``
+endpoint (:mod:`csbench.lm.served`). Tasks get theirs from :func:`open_scorer(model_dir, lm,
+cache_dir) <csbench.lm.backend.open_scorer>`; planning (:mod:`csbench.lm.plan`) and the cache
+(:mod:`csbench.lm.cache`) are shared, only execution differs.
 
 API (stable; 20Q, ProtoQA and WinoWhat code against it)::
 
@@ -52,8 +54,9 @@ always computed in fp32).
 """
 from __future__ import annotations
 
+from .backend import open_scorer
 from .cache import request_fingerprint
 from .plan import encode_pair
 from .score import LMScorer
 
-__all__ = ["LMScorer", "encode_pair", "request_fingerprint"]
+__all__ = ["LMScorer", "encode_pair", "open_scorer", "request_fingerprint"]

@@ -1,0 +1,65 @@
+"""One entry point for every task: :func:`open_scorer` gives the backend a model directory
+stands for (``resources/models/<name>/``): the local PyTorch engine (:class:`csbench.lm.LMScorer`)
+or, for an ``openai`` spec, the served one (:class:`csbench.lm.served.ServedScorer`). Both take
+``loglikelihood(requests, keys)`` and ``generate(...)``; a served model's features are checked
+here, before any work, so a job fails at its start naming what the server lacks."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def served_spec(model_dir) -> dict | None:
+    """The ``openai`` spec of a materialised served model, else None."""
+    from ..models import provenance
+
+    spec = provenance(model_dir).get("spec")
+    if isinstance(spec, dict) and spec.get("kind") == "openai":
+        return spec
+    return None
+
+
+def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None = None,
+                needs=("loglikelihood",), **kw):
+    """The scorer of a model directory with the ``lm`` config section's settings; a served
+    model is checked for ``needs`` now."""
+    lm = lm or {}
+    spec = served_spec(model_dir)
+    if spec is not None:
+        from .served import from_spec
+
+        scorer = from_spec(spec, lm, cache_dir)
+        scorer.check(*needs)
+        return scorer
+    from .score import LMScorer
+
+    return LMScorer(model_dir, device=lm.get("device", "auto"), dtype=lm.get("dtype", "auto"),
+                    batch_size=lm.get("batch_size", "auto"),
+                    max_batch_size=lm.get("max_batch_size", 256), cache_dir=cache_dir, **kw)
+
+
+def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_dir=None,
+           **kw) -> list[list[str]]:
+    """Sampled completions (``num_samples`` per prompt) from a model directory: the local
+    sampler (:func:`csbench.lm.generate.sample_from_dir`, given ``kw`` as they are) or the served
+    model (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``; ``stop`` when it is a list of
+    strings, else a newline; cached per request)."""
+    lm = lm or {}
+    spec = served_spec(model_dir)
+    if spec is None:
+        from .generate import sample_from_dir
+
+        kw.setdefault("device", lm.get("device", "auto"))
+        kw.setdefault("dtype", lm.get("dtype", "auto"))
+        return sample_from_dir(model_dir, prompts, num_samples, **kw)
+    stop = kw.get("stop")
+    if not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop)):
+        stop = ("\n",)  # a pattern (the local sampler's) cannot be sent: cut at a newline
+    scorer = open_scorer(model_dir, lm, cache_dir, needs=("sampling",))
+    return scorer.generate(prompts, max_new_tokens=kw.get("max_new_tokens", 16),
+                           num_samples=num_samples, temperature=kw.get("temperature", 1.0),
+                           top_p=kw.get("top_p", 1.0), seed=kw.get("seed", 0), stop=stop)
+
+
+def lm_cache_dir(config: dict) -> str:
+    return os.path.join(config.get("cache_dir", "results/cache"), "lm")

@@ -1,0 +1,378 @@
+"""The served backend: scores and samples through an OpenAI-compatible ``/v1/completions``
+endpoint (llama-cpp-python's server, vLLM, ...). Spec (``models.lm.<name>``)::
+
+    openai:
+      base_url: http://127.0.0.1:8000/v1   # the API root; /completions and /models are under it
+      model: smollm2                       # the model name the server serves
+      api_key_env: MY_KEY                  # optional: the environment variable holding the key
+      empty_context: "<|im_start|>"        # optional: text sent for an empty context
+
+The key is read from the environment at run time and sent only in the ``Authorization`` header;
+it is never logged, cached or written to a result or a provenance file.
+
+Log-likelihoods use ``echo`` with ``logprobs`` (as lm-evaluation-harness's ``local-completions``
+does): the prompt ``context + continuation`` is sent with ``max_tokens=1, echo=true,
+logprobs=1``, and the echoed prompt tokens whose text reaches past the context are the
+continuation's (``text_offset``). The first token of a prompt has no log-probability, so an
+empty context is replaced by ``empty_context`` (the model's start token, as the local backend
+uses), or fails. Sampling sends ``n``, ``temperature``, ``top_p``, ``max_tokens``, ``stop`` and a
+per-prompt ``seed``; a server that ignores ``n`` gets one request per sample (seeds
+``seed + i``).
+
+Requests run concurrently up to ``max_concurrency``, are retried with exponential backoff on
+429, 5xx, timeouts and refused connections, and every answer is cached as it arrives (the LM
+cache, keyed by endpoint and model), so a rerun or a resumed run sends nothing twice. Errors
+that retrying cannot fix (401/403, 404, a server that gives no log-probs, a model it does not
+serve) fail at once with a :class:`ServedError` naming the endpoint and the missing feature.
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from .base import Scorer, cut_at_stop
+from .cache import ScoreCache
+from .plan import split_pair, text_order
+
+log = logging.getLogger(__name__)
+
+# Defaults of the config section lm.served (workflow/schemas/config.schema.yaml).
+DEFAULTS = dict(max_concurrency=4, timeout=120.0, retries=5, backoff=1.0)
+FEATURES = {
+    "loglikelihood": "echo with logprobs on /completions (log-likelihood scoring)",
+    "sampling": "sampling on /completions (temperature, top_p, max_tokens, stop)",
+}
+
+
+class ServedError(RuntimeError):
+    """A served model failed in a way retrying cannot fix (or retries ran out)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    empty_context: str | None = None
+
+    @classmethod
+    def from_spec(cls, d: dict) -> "Endpoint":
+        return cls(str(d["base_url"]).rstrip("/"), str(d["model"]), d.get("api_key_env"),
+                   d.get("empty_context"))
+
+    def key(self) -> str:
+        """Cache key: endpoint and model (not the API key)."""
+        return "served:" + hashlib.sha256(
+            f"openai\0{self.base_url}\0{self.model}".encode()).hexdigest()
+
+    def label(self) -> str:
+        return f"openai:{self.model}@{self.base_url}"
+
+    def api_key(self) -> str | None:
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ServedError(f"{self.label()}: the environment variable {self.api_key_env} "
+                              "(api_key_env of the spec) that should hold the API key is not set")
+        return key
+
+
+class ServedScorer(Scorer):
+    """Log-likelihoods and samples from a served model (same API as the local LMScorer)."""
+
+    backend = "served"
+
+    def __init__(self, endpoint: Endpoint, cache_dir=None, max_concurrency: int = 4,
+                 timeout: float = 120.0, retries: int = 5, backoff: float = 1.0):
+        super().__init__()
+        self.endpoint = endpoint
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.timeout = float(timeout)
+        self.retries = max(0, int(retries))
+        self.backoff = float(backoff)
+        self.model_key = endpoint.key()
+        self.cache = ScoreCache(cache_dir, self.model_key) if cache_dir else None
+        self._key = endpoint.api_key()  # fails now when the variable is missing
+        self._checked: set[str] = set()
+        self._n_ok: bool | None = None  # does the server honour n?
+        self._lock = threading.Lock()
+        self.stats.update(http_requests=0, retries=0, samples_cached=0)
+
+    def describe(self) -> str:
+        return f"served {self.endpoint.label()} (up to {self.max_concurrency} concurrent requests)"
+
+    # ------------------------------------------------------------------ HTTP
+    def _request(self, path: str, body: dict | None = None) -> dict:
+        url = self.endpoint.base_url + path
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        last = ""
+        for attempt in range(self.retries + 1):
+            wait_s = self.backoff * (2 ** attempt)
+            try:
+                req = urllib.request.Request(url, data=data, headers=headers,
+                                             method="GET" if body is None else "POST")
+                with self._lock:
+                    self.stats["http_requests"] += 1
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    raw = resp.read()
+                try:
+                    return json.loads(raw)
+                except ValueError:
+                    raise ServedError(f"{url}: the answer is not JSON: {raw[:200]!r}") from None
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+                detail = _body_text(exc)
+                if status == 429 or status >= 500:
+                    last = f"HTTP {status} {detail}".strip()
+                    after = exc.headers.get("Retry-After") if exc.headers else None
+                    if after and after.strip().isdigit():
+                        wait_s = max(wait_s, min(60.0, float(after)))
+                elif status in (401, 403):
+                    who = (f"the key in ${self.endpoint.api_key_env}" if self.endpoint.api_key_env
+                           else "no key was sent (set api_key_env in the spec)")
+                    raise ServedError(f"{url}: HTTP {status} (unauthorised): {who} was refused"
+                                      ) from None
+                elif status == 404:
+                    raise ServedError(f"{url}: HTTP 404 not found {detail} (is base_url the API "
+                                      "root, usually ending in /v1, and the model name right?)"
+                                      ) from None
+                else:
+                    raise ServedError(f"{url}: HTTP {status} {detail}".strip()) from None
+            except (urllib.error.URLError, http.client.HTTPException, ConnectionError,
+                    socket.timeout, TimeoutError, OSError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                last = f"{type(exc).__name__}: {reason}"
+            if attempt < self.retries:
+                with self._lock:
+                    self.stats["retries"] += 1
+                log.warning("%s: %s; retrying in %.1fs (%d/%d)", url, last, wait_s, attempt + 1,
+                            self.retries)
+                time.sleep(wait_s)
+        raise ServedError(f"{url}: no answer after {self.retries + 1} tries (last: {last}); is "
+                          "the server running and base_url right?")
+
+    # ------------------------------------------------------------------ checks
+    def check(self, *features: str) -> None:
+        """Fail now, naming the feature, if the server cannot do what the task needs:
+        the model must be served (``/models``, where the server has it), ``loglikelihood``
+        needs echoed prompt log-probs, ``sampling`` needs completions."""
+        todo = [f for f in features if f not in self._checked]
+        if not todo:
+            return
+        if "models" not in self._checked:
+            self._check_model()
+            self._checked.add("models")
+        for f in todo:
+            if f not in FEATURES:
+                raise ValueError(f"unknown feature {f!r}; known: {sorted(FEATURES)}")
+            getattr(self, f"_check_{f}")()
+            self._checked.add(f)
+            log.info("%s: %s: ok", self.endpoint.label(), FEATURES[f])
+
+    def _check_model(self) -> None:
+        try:
+            got = self._request("/models")
+        except ServedError as exc:
+            if "HTTP 404" not in str(exc):
+                raise
+            log.warning("%s: no /models listing; the model name is not checked", self.endpoint.label())
+            return
+        ids = [m.get("id") for m in (got.get("data") or []) if isinstance(m, dict)]
+        if ids and self.endpoint.model not in ids:
+            raise ServedError(f"{self.endpoint.label()}: the server does not serve model "
+                              f"{self.endpoint.model!r}; it serves: {', '.join(map(str, ids))}")
+
+    def _check_loglikelihood(self) -> None:
+        ctx, cont = "The sun rises in the", " east"
+        self._score_one(ctx, cont, probe=True)
+
+    def _check_sampling(self) -> None:
+        got = self._request("/completions", {"model": self.endpoint.model, "prompt": "One, two,",
+                                             "max_tokens": 2, "temperature": 1.0, "top_p": 1.0,
+                                             "n": 2, "seed": 1, "stop": ["\n"]})
+        choices = got.get("choices") or []
+        if not choices or not isinstance(choices[0].get("text"), str):
+            raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['sampling']}: the "
+                              f"answer has no choices[].text: {str(got)[:200]}")
+        self._n_ok = len(choices) == 2
+        if not self._n_ok:
+            log.warning("%s: the server ignores n (%d choice for n=2): one request per sample",
+                        self.endpoint.label(), len(choices))
+
+    # ------------------------------------------------------------------ log-likelihood
+    def _score_one(self, context: str, continuation: str, probe: bool = False):
+        context, continuation = split_pair(context, continuation)
+        if context == "":
+            if self.endpoint.empty_context is None:
+                raise ServedError(f"{self.endpoint.label()}: a request has an empty context; the "
+                                  "server gives no log-prob to a prompt's first token, so set "
+                                  "empty_context in the spec (the model's start token)")
+            context = self.endpoint.empty_context
+        prompt = context + continuation
+        got = self._request("/completions", {"model": self.endpoint.model, "prompt": prompt,
+                                             "max_tokens": 1, "temperature": 0.0, "echo": True,
+                                             "logprobs": 1})
+        choice = (got.get("choices") or [{}])[0]
+        lp = choice.get("logprobs") or {}
+        offsets, tlp = lp.get("text_offset"), lp.get("token_logprobs")
+        if not offsets or not tlp or len(offsets) != len(tlp):
+            raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['loglikelihood']}: an "
+                              "echoed prompt came back without token_logprobs/text_offset (the "
+                              "server must support echo=true with logprobs)")
+        ends = list(offsets[1:]) + [len(prompt)]
+        total, n = 0.0, 0
+        for off, end, v in zip(offsets, ends, tlp):
+            if off >= len(prompt) or max(end, off + 1) <= len(context):
+                continue  # a context token, or the one generated token
+            if v is None:
+                raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['loglikelihood']}: "
+                                  f"no log-prob for a continuation token at offset {off}")
+            total += float(v)
+            n += 1
+        if n == 0:
+            if probe:
+                raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['loglikelihood']}: "
+                                  "the echoed prompt holds no continuation token")
+            raise ServedError(f"{self.endpoint.label()}: the continuation {continuation!r} "
+                              "has no tokens in the server's answer")
+        return total, n
+
+    def _score_todo(self, requests, todo, results, ckeys) -> None:
+        self.check("loglikelihood")
+        uniq: dict[tuple[str, str], list[int]] = {}
+        for i in todo:
+            uniq.setdefault(split_pair(*requests[i]), []).append(i)
+        pairs = list(uniq)
+        self.stats["unique"] += len(pairs)
+        order = text_order([c + x for c, x in pairs])
+
+        def done(u, score):
+            for i in uniq[pairs[u]]:
+                results[i] = score
+            if self.cache is not None:
+                self.cache.put([(ckeys[i][0], ckeys[i][1], score[0], score[1])
+                                for i in uniq[pairs[u]]])
+
+        self._run(order, lambda u: self._score_one(*pairs[u]), done, "LM scoring (served)")
+
+    def _run(self, units, fn, done, desc) -> None:
+        """``fn`` on each unit, up to ``max_concurrency`` at once, ``done`` on each result in the
+        calling thread as results arrive. After a failure nothing new starts, the requests in
+        flight are still recorded (so a resumed run need not send them again), then it raises."""
+        from ..logs import progress
+
+        prog = progress(len(units), desc, unit="requests")
+        it = iter(units)
+        failure: BaseException | None = None
+        with ThreadPoolExecutor(self.max_concurrency) as pool:
+            pending: dict = {}
+
+            def refill():
+                for u in it:
+                    pending[pool.submit(fn, u)] = u
+                    if len(pending) >= 2 * self.max_concurrency:
+                        break
+
+            refill()
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    u = pending.pop(fut)
+                    if fut.cancelled():
+                        continue
+                    exc = fut.exception()
+                    if exc is not None:
+                        if failure is None:
+                            failure = exc
+                            for f in pending:
+                                f.cancel()
+                        continue
+                    done(u, fut.result())
+                    prog.update(1)
+                if failure is None:
+                    refill()
+        prog.close()
+        if failure is not None:
+            raise failure
+
+    # ------------------------------------------------------------------ sampling
+    def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
+                 temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
+                 stop=("\n",)) -> list[list[str]]:
+        """``num_samples`` sampled continuations per prompt (each cut at its first stop string);
+        cached per (endpoint, model, prompt, settings). ``top_k`` is not sent (0 only)."""
+        from .generate import prompt_seed
+
+        if top_k:
+            raise ServedError(f"{self.endpoint.label()}: top_k is not part of the OpenAI "
+                              "completions API; use top_p")
+        self.check("sampling")
+        prompts = [str(p) for p in prompts]
+        stop = [s for s in (stop or ()) if s][:4]
+        settings = dict(n=int(num_samples), temperature=float(temperature), top_p=float(top_p),
+                        max_tokens=int(max_new_tokens), stop=stop, seed=int(seed))
+        out: list[list[str] | None] = [None] * len(prompts)
+        reqs = [hashlib.sha1(json.dumps({"prompt": p, **settings}, sort_keys=True)
+                             .encode("utf-8")).hexdigest() for p in prompts]
+        todo = []
+        for i, r in enumerate(reqs):
+            got = self.cache.get_samples(r) if self.cache is not None else None
+            if got is not None:
+                out[i] = got
+                self.stats["samples_cached"] += 1
+            else:
+                todo.append(i)
+
+        def one(i):
+            base = {"model": self.endpoint.model, "prompt": prompts[i],
+                    "temperature": settings["temperature"], "top_p": settings["top_p"],
+                    "max_tokens": settings["max_tokens"], "stop": stop}
+            s = prompt_seed(seed, prompts[i])
+            if self._n_ok:
+                got = self._request("/completions", {**base, "n": settings["n"], "seed": s})
+                texts = [c.get("text", "") for c in sorted(got.get("choices") or [],
+                                                           key=lambda c: c.get("index", 0))]
+            else:
+                texts = [(self._request("/completions", {**base, "seed": s + k})
+                          .get("choices") or [{}])[0].get("text", "")
+                         for k in range(settings["n"])]
+            if len(texts) != settings["n"]:
+                raise ServedError(f"{self.endpoint.label()}: asked for {settings['n']} samples, "
+                                  f"got {len(texts)}")
+            return cut_at_stop(texts, stop)
+
+        def done(i, texts):
+            out[i] = texts
+            if self.cache is not None:
+                self.cache.put_samples(reqs[i], texts)
+
+        self._run(todo, one, done, "sampling (served)")
+        return out  # type: ignore[return-value]
+
+
+def _body_text(exc: urllib.error.HTTPError) -> str:
+    try:
+        body = exc.read()[:300].decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001
+        return ""
+    return f"({body.strip()})" if body.strip() else ""
+
+
+def from_spec(spec: dict, lm: dict | None = None, cache_dir=None) -> ServedScorer:
+    """A served scorer from an ``openai`` spec mapping and the ``lm.served`` settings."""
+    opts = {**DEFAULTS, **((lm or {}).get("served") or {})}
+    return ServedScorer(Endpoint.from_spec(spec), cache_dir=cache_dir, **opts)

@@ -1,0 +1,152 @@
+"""A small fake OpenAI-compatible server (http.server) for the served-model tests: /v1/models and
+/v1/completions with echo+logprobs and sampling, and switches for every failure the client must
+handle (a key, no log-probs, a wrong model list, 5xx/429 bursts, dying mid-run)."""
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import zlib
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TOKEN = re.compile(r"\s*\S+|\s+$")
+
+
+def tokens(text: str) -> list[tuple[int, str]]:
+    """(offset, token) pairs: a token is optional leading whitespace and a run of non-space."""
+    return [(m.start(), m.group()) for m in TOKEN.finditer(text)]
+
+
+def token_logprob(prefix: str, token: str) -> float:
+    """Deterministic stand-in for log p(token | prefix)."""
+    return -((zlib.crc32((prefix[-12:] + "|" + token).encode()) % 1000) / 250.0 + 0.01)
+
+
+def expected(context: str, continuation: str) -> tuple[float, int]:
+    """What the fake server's answers sum to for one request (harness whitespace convention)."""
+    n = len(context) - len(context.rstrip())
+    if n:
+        context, continuation = context[:-n], context[-n:] + continuation
+    prompt = context + continuation
+    total, k = 0.0, 0
+    for off, tok in tokens(prompt):
+        if off + len(tok) > len(context):
+            total += token_logprob(prompt[:off], tok)
+            k += 1
+    return total, k
+
+
+class FakeServer:
+    def __init__(self, model: str = "fake-lm", key: str | None = None, logprobs: bool = True,
+                 honour_n: bool = True, models: list[str] | None = None, port: int = 0):
+        self.model, self.key, self.logprobs, self.honour_n = model, key, logprobs, honour_n
+        self.models = models if models is not None else [model]
+        self.fail_next = 0          # answer this many requests with fail_status
+        self.fail_status = 503
+        self.die_after = None       # after this many completions, drop every connection
+        self.dead = False
+        self.completions = 0
+        self.prompts: Counter = Counter()   # scoring prompts answered (echo requests)
+        self.headers_seen: list[str] = []
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # quiet
+                pass
+
+            def _send(self, status, obj, headers=()):
+                body = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _gate(self) -> bool:
+                with fake.lock:
+                    fake.headers_seen.append(self.headers.get("Authorization") or "")
+                    if fake.dead:
+                        self.close_connection = True
+                        try:
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        return False
+                    if fake.fail_next > 0:
+                        fake.fail_next -= 1
+                        self._send(fake.fail_status, {"error": {"message": "busy"}},
+                                   [("Retry-After", "0")] if fake.fail_status == 429 else ())
+                        return False
+                if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
+                    self._send(401, {"error": {"message": "invalid api key"}})
+                    return False
+                return True
+
+            def do_GET(self):
+                if not self._gate():
+                    return
+                if self.path.rstrip("/") == "/v1/models":
+                    return self._send(200, {"object": "list", "data": [
+                        {"id": m, "object": "model"} for m in fake.models]})
+                self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                if not self._gate():
+                    return
+                if self.path.rstrip("/") != "/v1/completions":
+                    return self._send(404, {"error": {"message": "not found"}})
+                with fake.lock:
+                    if fake.die_after is not None and fake.completions >= fake.die_after:
+                        fake.dead = True
+                    if fake.dead:
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    fake.completions += 1
+                prompt = body["prompt"]
+                if body.get("echo"):
+                    with fake.lock:
+                        fake.prompts[prompt] += 1
+                    toks = tokens(prompt) + [(len(prompt), " x")]
+                    lp = None
+                    if fake.logprobs:
+                        lp = {"tokens": [t for _, t in toks], "text_offset": [o for o, _ in toks],
+                              "token_logprobs": [None if i == 0 else token_logprob(prompt[:o], t)
+                                                 for i, (o, t) in enumerate(toks)],
+                              "top_logprobs": None}
+                    return self._send(200, {"choices": [{"index": 0, "text": prompt + " x",
+                                                         "logprobs": lp}]})
+                n = int(body.get("n", 1)) if fake.honour_n else 1
+                seed = int(body.get("seed", 0))
+                texts = [f" answer{(seed + i) % 7}. more\nnext" for i in range(n)]
+                return self._send(200, {"choices": [{"index": i, "text": t, "logprobs": None}
+                                                    for i, t in enumerate(texts)]})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

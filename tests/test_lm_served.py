@@ -1,0 +1,222 @@
+"""Served models (csbench.lm.served) against a fake OpenAI-compatible server: spec checks,
+scoring, caching and resume, sampling, and each failure (bad URL, wrong model name, 401, no
+log-probs, 5xx/429 bursts, a server that dies mid-run)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai import FakeServer, expected, free_port
+
+from csbench.errors import ConfigError
+from csbench.lm import open_scorer
+from csbench.lm.backend import sample
+from csbench.lm.served import Endpoint, ServedError, ServedScorer
+from csbench.modelspec import check_config_models, parse
+from csbench.models import materialise, provenance, provenance_columns
+
+FAST = dict(max_concurrency=3, timeout=5, retries=2, backoff=0.01)
+REQS = [("The trophy would not fit in the suitcase because the trophy", " was too big."),
+        ("The trophy would not fit in the suitcase because the suitcase", " was too big."),
+        ("Alice thanked Bob because", " he helped her."),
+        ("Question: is it alive? Answer:", " yes"),
+        ("Question: is it alive? Answer:", " no"),
+        ("Question: is it alive? Answer: ", "no"),   # trailing space moves to the continuation
+        ("Alice thanked Bob because", " he helped her.")]  # a duplicate
+
+
+def scorer(fake, tmp_path=None, **kw):
+    return ServedScorer(Endpoint(fake.base_url, fake.model, kw.pop("api_key_env", None),
+                                 kw.pop("empty_context", None)),
+                        cache_dir=None if tmp_path is None else tmp_path / "cache", **{**FAST, **kw})
+
+
+def served_dir(tmp_path, base_url, model="fake-lm", **extra):
+    out = tmp_path / "models" / "served"
+    materialise({"openai": {"base_url": base_url, "model": model, **extra}}, out)
+    return out
+
+
+# ---------------------------------------------------------------- specs and provenance
+def test_spec_parses_and_materialises_without_any_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("CSB_TEST_KEY", "s3cret-value")
+    spec = {"openai": {"base_url": "http://127.0.0.1:9/v1/", "model": "m",
+                       "api_key_env": "CSB_TEST_KEY"}}
+    ms = parse(spec, "models.lm.x")
+    assert ms.kind == "openai" and ms.label() == "openai:m@http://127.0.0.1:9/v1"
+    out = served_dir(tmp_path, "http://127.0.0.1:9/v1", "m", api_key_env="CSB_TEST_KEY")
+    text = (out / "provenance.json").read_text()
+    assert "s3cret" not in text and "CSB_TEST_KEY" in text
+    assert provenance(out)["served"] is True
+    cols = provenance_columns(out)
+    assert cols["model_source"] == "openai:m@http://127.0.0.1:9/v1" and not cols["random_model"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"openai": {"base_url": "localhost:8000", "model": "m"}}, r"is not an http\(s\) URL"),
+    ({"openai": {"base_url": "http://h/v1"}}, "model's name is required"),
+    ({"openai": {"base_url": "http://h/v1", "model": "m", "api_key": "sk-1"}}, "never put a key"),
+    ({"openai": {"base_url": "http://h/v1", "model": "m", "api_key_env": "1X"}}, "not an environment"),
+    ({"openai": {"base_url": "http://h/v1", "model": "m", "temperature": 1}}, "unknown key"),
+    ({"openai": {"base_url": "http://h/v1", "model": "m"}, "sha256": "0" * 64}, "no other key"),
+])
+def test_bad_served_specs_fail_at_parse_time(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        parse(spec, "models.lm.x")
+
+
+def test_served_specs_are_causal_lms_only():
+    with pytest.raises(ConfigError, match="models.qa.q: served"):
+        check_config_models({"models": {"lm": {}, "qa": {"q": {"openai": {
+            "base_url": "http://h/v1", "model": "m"}}}}})
+
+
+def test_missing_key_variable_is_named(monkeypatch):
+    monkeypatch.delenv("CSB_NO_SUCH_KEY", raising=False)
+    with pytest.raises(ServedError, match="CSB_NO_SUCH_KEY"):
+        ServedScorer(Endpoint("http://127.0.0.1:9/v1", "m", "CSB_NO_SUCH_KEY"))
+
+
+# ---------------------------------------------------------------- scoring, cache, resume
+def test_loglikelihood_matches_the_servers_token_logprobs(tmp_path):
+    with FakeServer() as fake:
+        s = scorer(fake, tmp_path)
+        got = s.loglikelihood(REQS)
+    for (c, x), (lp, n) in zip(REQS, got):
+        want = expected(c, x)
+        assert n == want[1] and lp == pytest.approx(want[0], abs=1e-9)
+    assert got[5] == got[4]  # the harness's whitespace convention
+    # each distinct prompt once (plus the feature probe); duplicates never sent
+    assert sum(fake.prompts.values()) == len(set(c + x for c, x in REQS)) + 1
+
+
+def test_cache_answers_a_rerun_without_any_request(tmp_path):
+    with FakeServer() as fake:
+        first = scorer(fake, tmp_path).loglikelihood(REQS, keys=[f"k{i}" for i in range(len(REQS))])
+        sent = fake.completions
+        again = scorer(fake, tmp_path)
+        assert again.loglikelihood(REQS, keys=[f"k{i}" for i in range(len(REQS))]) == first
+        assert fake.completions == sent  # all cached: nothing sent, not even the probe
+        assert again.stats["cached"] == len(REQS)
+
+
+def test_open_scorer_picks_the_served_backend(tmp_path):
+    with FakeServer() as fake:
+        d = served_dir(tmp_path, fake.base_url)
+        s = open_scorer(d, {"served": FAST}, tmp_path / "cache")
+        assert s.backend == "served" and "fake-lm" in s.describe()
+        assert s.loglikelihood(REQS[:1])[0] == pytest.approx(expected(*REQS[0]))
+
+
+def test_retries_5xx_and_429_then_succeeds(tmp_path):
+    with FakeServer() as fake:
+        s = scorer(fake, tmp_path, retries=3)
+        fake.fail_next, fake.fail_status = 2, 503
+        assert s.loglikelihood(REQS[:2]) == [pytest.approx(expected(*r)) for r in REQS[:2]]
+        fake.fail_next, fake.fail_status = 2, 429
+        assert s.loglikelihood(REQS[2:4]) == [pytest.approx(expected(*r)) for r in REQS[2:4]]
+        assert s.stats["retries"] == 4
+
+
+def test_server_dying_mid_run_fails_clearly_and_resumes_to_the_same_results(tmp_path):
+    many = [(f"Item {i} says that the answer is", f" option {j}.") for i in range(12)
+            for j in range(3)]
+    with FakeServer() as ref:
+        want = scorer(ref).loglikelihood(many)
+    port = free_port()
+    with FakeServer(port=port) as fake:
+        fake.die_after = 15
+        with pytest.raises(ServedError, match="no answer after 3 tries"):
+            scorer(fake, tmp_path).loglikelihood(many)
+        done_before = sum(fake.prompts.values())
+    assert 0 < done_before < len(many)
+    with FakeServer(port=port) as again:  # the server is back: resume
+        got = scorer(again, tmp_path).loglikelihood(many)
+        resent = set(again.prompts) - {"The sun rises in the east"}
+    assert got == want
+    # nothing answered before the failure is sent again (the probe is the start-of-job check)
+    assert len(resent) == len(many) - (done_before - 1)
+
+
+# ---------------------------------------------------------------- failures
+def test_bad_endpoint_url_fails_with_the_url(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    s = ServedScorer(Endpoint(url, "m"), **FAST)
+    with pytest.raises(ServedError, match=rf"{url}/models: no answer after 3 tries .*is the server "
+                                          "running"):
+        s.loglikelihood(REQS[:1])
+
+
+def test_wrong_path_is_a_404_naming_base_url(tmp_path):
+    with FakeServer() as fake:
+        s = ServedScorer(Endpoint(fake.base_url.replace("/v1", "/api"), fake.model), **FAST)
+        with pytest.raises(ServedError, match="404.*base_url"):
+            s.loglikelihood(REQS[:1])
+
+
+def test_wrong_model_name_names_what_the_server_serves():
+    with FakeServer(models=["smollm2", "other"]) as fake:
+        s = ServedScorer(Endpoint(fake.base_url, "smolm2"), **FAST)
+        with pytest.raises(ServedError, match="does not serve model 'smolm2'; it serves: "
+                                              "smollm2, other"):
+            s.loglikelihood(REQS[:1])
+        assert fake.completions == 0
+
+
+def test_401_names_the_variable_never_the_key(monkeypatch):
+    monkeypatch.setenv("CSB_TEST_KEY", "wrong-key-123")
+    with FakeServer(key="right-key") as fake:
+        s = ServedScorer(Endpoint(fake.base_url, fake.model, "CSB_TEST_KEY"), **FAST)
+        with pytest.raises(ServedError) as err:
+            s.loglikelihood(REQS[:1])
+        assert "401" in str(err.value) and "$CSB_TEST_KEY" in str(err.value)
+        assert "wrong-key-123" not in str(err.value)
+        assert fake.headers_seen[-1] == "Bearer wrong-key-123"
+        monkeypatch.setenv("CSB_TEST_KEY", "right-key")
+        ok = ServedScorer(Endpoint(fake.base_url, fake.model, "CSB_TEST_KEY"), **FAST)
+        assert ok.loglikelihood(REQS[:1])[0] == pytest.approx(expected(*REQS[0]))
+
+
+def test_server_without_logprobs_fails_at_start_naming_the_feature(tmp_path):
+    with FakeServer(logprobs=False) as fake:
+        d = served_dir(tmp_path, fake.base_url)
+        with pytest.raises(ServedError, match="lacks echo with logprobs"):
+            open_scorer(d, {"served": FAST}, tmp_path / "cache")
+        assert fake.completions == 1  # the probe, nothing else
+
+
+def test_empty_context_needs_the_start_token():
+    with FakeServer() as fake:
+        with pytest.raises(ServedError, match="empty_context"):
+            scorer(fake).loglikelihood([("", " cat")])
+        got = scorer(fake, empty_context="<s>").loglikelihood([("", " cat")])
+    assert got == [pytest.approx(expected("<s>", " cat"))]
+
+
+# ---------------------------------------------------------------- sampling
+@pytest.mark.parametrize("honour_n", [True, False])
+def test_sampling_with_or_without_n_is_cached(tmp_path, honour_n):
+    with FakeServer(honour_n=honour_n) as fake:
+        d = served_dir(tmp_path, fake.base_url)
+        kw = dict(lm={"served": FAST}, cache_dir=tmp_path / "cache", max_new_tokens=5,
+                  temperature=0.7, top_p=0.9, seed=3)
+        got = sample(d, ["Name a fruit:", "Name a colour:"], 4, **kw)
+        assert [len(x) for x in got] == [4, 4]
+        assert all("\n" not in t for x in got for t in x)  # cut at the stop string
+        sent = fake.completions
+        assert sample(d, ["Name a fruit:", "Name a colour:"], 4, **kw) == got
+        assert fake.completions == sent + 1  # the start-of-job probe only
+
+
+def test_no_partial_output_when_scoring_fails(tmp_path):
+    """The scripts write results atomically after scoring: a failing server leaves nothing."""
+    from csbench.io import write_json
+
+    out = tmp_path / "out.json"
+    with FakeServer() as fake:
+        fake.die_after = 3
+        with pytest.raises(ServedError):
+            write_json(scorer(fake).loglikelihood(REQS * 3 + [(f"x{i}", " y") for i in range(9)]),
+                       out)
+    assert not out.exists() and not list(tmp_path.glob("*.json*"))
+    assert json.dumps({}) == "{}"
