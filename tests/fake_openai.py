@@ -11,6 +11,7 @@ import zlib
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+START = "<s>"
 TOKEN = re.compile(r"\s*\S+|\s+$")
 
 
@@ -40,9 +41,13 @@ def expected(context: str, continuation: str) -> tuple[float, int]:
 
 class FakeServer:
     def __init__(self, model: str = "fake-lm", key: str | None = None, logprobs: bool = True,
-                 honour_n: bool = True, models: list[str] | None = None, port: int = 0):
+                 honour_n: bool = True, models: list[str] | None = None, port: int = 0,
+                 shift: bool = False):
         self.model, self.key, self.logprobs, self.honour_n = model, key, logprobs, honour_n
         self.models = models if models is not None else [model]
+        # shift: echoed log-probs are off by one position unless the prompt starts with START
+        # (as llama-cpp-python 0.3 with a model that adds no start token); START is then dropped
+        self.shift = shift
         self.fail_next = 0          # answer this many requests with fail_status
         self.fail_status = 503
         self.die_after = None       # after this many completions, drop every connection
@@ -110,6 +115,13 @@ class FakeServer:
                         return
                     fake.completions += 1
                 prompt = body["prompt"]
+                started = prompt.startswith(START)
+                if started:
+                    prompt = prompt[len(START):]
+                if body.get("logprobs") and not body.get("echo"):  # greedy next token
+                    return self._send(200, {"choices": [{"index": 0, "text": " west", "logprobs": {
+                        "tokens": [" west"], "text_offset": [len(prompt)],
+                        "token_logprobs": [token_logprob(prompt, " west")]}}]})
                 if body.get("echo"):
                     with fake.lock:
                         fake.prompts[prompt] += 1
@@ -120,6 +132,8 @@ class FakeServer:
                               "token_logprobs": [None if i == 0 else token_logprob(prompt[:o], t)
                                                  for i, (o, t) in enumerate(toks)],
                               "top_logprobs": None}
+                    if lp is not None and fake.shift and not started:
+                        lp["token_logprobs"] = lp["token_logprobs"][1:] + [-1.0]
                     return self._send(200, {"choices": [{"index": 0, "text": prompt + " x",
                                                          "logprobs": lp}]})
                 n = int(body.get("n", 1)) if fake.honour_n else 1

@@ -15,6 +15,7 @@ from csbench.lm.served import Endpoint, ServedError, ServedScorer
 from csbench.modelspec import check_config_models, parse
 from csbench.models import materialise, provenance, provenance_columns
 
+PROBE = "The sun rises in the east and sets in the west"
 FAST = dict(max_concurrency=3, timeout=5, retries=2, backoff=0.01)
 REQS = [("The trophy would not fit in the suitcase because the trophy", " was too big."),
         ("The trophy would not fit in the suitcase because the suitcase", " was too big."),
@@ -132,7 +133,7 @@ def test_server_dying_mid_run_fails_clearly_and_resumes_to_the_same_results(tmp_
     assert 0 < done_before < len(many)
     with FakeServer(port=port) as again:  # the server is back: resume
         got = scorer(again, tmp_path).loglikelihood(many)
-        resent = set(again.prompts) - {"The sun rises in the east"}
+        resent = set(again.prompts) - {PROBE}
     assert got == want
     # nothing answered before the failure is sent again (the probe is the start-of-job check)
     assert len(resent) == len(many) - (done_before - 1)
@@ -182,15 +183,15 @@ def test_server_without_logprobs_fails_at_start_naming_the_feature(tmp_path):
         d = served_dir(tmp_path, fake.base_url)
         with pytest.raises(ServedError, match="lacks echo with logprobs"):
             open_scorer(d, {"served": FAST}, tmp_path / "cache")
-        assert fake.completions == 1  # the probe, nothing else
+        assert fake.completions == 2  # the probe (greedy token, then echoed), nothing else
 
 
 def test_empty_context_needs_the_start_token():
     with FakeServer() as fake:
         with pytest.raises(ServedError, match="empty_context"):
             scorer(fake).loglikelihood([("", " cat")])
-        got = scorer(fake, empty_context="<s>").loglikelihood([("", " cat")])
-    assert got == [pytest.approx(expected("<s>", " cat"))]
+        got = scorer(fake, empty_context="<bos>").loglikelihood([("", " cat")])
+    assert got == [pytest.approx(expected("<bos>", " cat"))]
 
 
 # ---------------------------------------------------------------- sampling
@@ -220,3 +221,12 @@ def test_no_partial_output_when_scoring_fails(tmp_path):
                        out)
     assert not out.exists() and not list(tmp_path.glob("*.json*"))
     assert json.dumps({}) == "{}"
+
+
+def test_shifted_echo_logprobs_are_detected_and_fixed_by_the_start_token(tmp_path):
+    with FakeServer(shift=True) as fake:
+        with pytest.raises(ServedError, match="shifted by a position.*set empty_context"):
+            scorer(fake).loglikelihood(REQS[:1])
+        s = scorer(fake, empty_context="<s>")
+        assert s.loglikelihood(REQS[:2]) == [pytest.approx(expected(*r)) for r in REQS[:2]]
+        assert s._prefix == "<s>"

@@ -106,6 +106,7 @@ class ServedScorer(Scorer):
         self._key = endpoint.api_key()  # fails now when the variable is missing
         self._checked: set[str] = set()
         self._n_ok: bool | None = None  # does the server honour n?
+        self._prefix = ""  # sent before every scored prompt (start-token mode, see check)
         self._lock = threading.Lock()
         self.stats.update(http_requests=0, retries=0, samples_cached=0)
 
@@ -197,8 +198,42 @@ class ServedScorer(Scorer):
                               f"{self.endpoint.model!r}; it serves: {', '.join(map(str, ids))}")
 
     def _check_loglikelihood(self) -> None:
-        ctx, cont = "The sun rises in the", " east"
-        self._score_one(ctx, cont, probe=True)
+        """Echoed log-probs must be those of the echoed tokens: the greedy next token of a prompt
+        and its log-prob (a plain completion) must come back with the same log-prob when echoed.
+        Some servers shift echoed log-probs by one position unless the prompt starts with the
+        model's start token (llama-cpp-python 0.3 with models that add none, e.g. SmolLM2); with
+        ``empty_context`` set, that start token is then sent before every scored prompt."""
+        prompt = "The sun rises in the east and sets in the"
+        if self._aligned(prompt):
+            return
+        start = self.endpoint.empty_context
+        if start:
+            self._prefix = start
+            if self._aligned(prompt):
+                log.warning("%s: echoed log-probs are aligned only after the start token: every "
+                            "scored prompt is sent after %r", self.endpoint.label(), start)
+                return
+            self._prefix = ""
+        raise ServedError(
+            f"{self.endpoint.label()}: lacks {FEATURES['loglikelihood']}: the echoed log-prob "
+            "of a token differs from the log-prob the server gives the same token when it "
+            "generates it (shifted by a position?)"
+            + ("" if start else "; if the server needs the model's start token first, set "
+               "empty_context in the spec to it"))
+
+    def _aligned(self, prompt: str) -> bool:
+        got = self._request("/completions", {"model": self.endpoint.model,
+                                             "prompt": self._prefix + prompt, "max_tokens": 1,
+                                             "temperature": 0.0, "logprobs": 1})
+        choice = (got.get("choices") or [{}])[0]
+        text = choice.get("text") or ""
+        lps = (choice.get("logprobs") or {}).get("token_logprobs") or [None]
+        lp, n = self._score_one(prompt, text or " x", probe=True)
+        if not text.strip() or lps[0] is None or n != 1:
+            log.warning("%s: echoed log-probs could not be checked against a generated token",
+                        self.endpoint.label())
+            return True
+        return abs(lp - float(lps[0])) <= 0.05 + 0.01 * abs(float(lps[0]))
 
     def _check_sampling(self) -> None:
         got = self._request("/completions", {"model": self.endpoint.model, "prompt": "One, two,",
@@ -223,9 +258,9 @@ class ServedScorer(Scorer):
                                   "empty_context in the spec (the model's start token)")
             context = self.endpoint.empty_context
         prompt = context + continuation
-        got = self._request("/completions", {"model": self.endpoint.model, "prompt": prompt,
-                                             "max_tokens": 1, "temperature": 0.0, "echo": True,
-                                             "logprobs": 1})
+        got = self._request("/completions", {"model": self.endpoint.model,
+                                             "prompt": self._prefix + prompt, "max_tokens": 1,
+                                             "temperature": 0.0, "echo": True, "logprobs": 1})
         choice = (got.get("choices") or [{}])[0]
         lp = choice.get("logprobs") or {}
         offsets, tlp = lp.get("text_offset"), lp.get("token_logprobs")
@@ -233,6 +268,8 @@ class ServedScorer(Scorer):
             raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['loglikelihood']}: an "
                               "echoed prompt came back without token_logprobs/text_offset (the "
                               "server must support echo=true with logprobs)")
+        if self._prefix and "".join(lp.get("tokens") or []).startswith(self._prefix):
+            offsets = [o - len(self._prefix) for o in offsets]  # the server echoes the prefix
         ends = list(offsets[1:]) + [len(prompt)]
         total, n = 0.0, 0
         for off, end, v in zip(offsets, ends, tlp):
