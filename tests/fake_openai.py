@@ -121,7 +121,9 @@ class FakeServer:
                 if body.get("logprobs") and not body.get("echo"):  # greedy next token
                     return self._send(200, {"choices": [{"index": 0, "text": " west", "logprobs": {
                         "tokens": [" west"], "text_offset": [len(prompt)],
-                        "token_logprobs": [token_logprob(prompt, " west")]}}]})
+                        "token_logprobs": [token_logprob(prompt, " west")],
+                        "top_logprobs": [{" west": token_logprob(prompt, " west"),
+                                          " cat": token_logprob(prompt, " cat")}]}}]})
                 if body.get("echo"):
                     with fake.lock:
                         fake.prompts[prompt] += 1

@@ -230,3 +230,6 @@ def test_shifted_echo_logprobs_are_detected_and_fixed_by_the_start_token(tmp_pat
         s = scorer(fake, empty_context="<s>")
         assert s.loglikelihood(REQS[:2]) == [pytest.approx(expected(*r)) for r in REQS[:2]]
         assert s._prefix == "<s>"
+        # an empty context: the start token is the context; the first token's log-prob (which
+        # such a server leaves out) comes from the distribution after the start token
+        assert s.loglikelihood([("", " cat")]) == [pytest.approx(expected("", " cat"))]

@@ -251,7 +251,8 @@ class ServedScorer(Scorer):
     # ------------------------------------------------------------------ log-likelihood
     def _score_one(self, context: str, continuation: str, probe: bool = False):
         context, continuation = split_pair(context, continuation)
-        if context == "":
+        first_after_start = context == "" and bool(self._prefix)  # start-token mode: as is
+        if context == "" and not first_after_start:
             if self.endpoint.empty_context is None:
                 raise ServedError(f"{self.endpoint.label()}: a request has an empty context; the "
                                   "server gives no log-prob to a prompt's first token, so set "
@@ -272,9 +273,11 @@ class ServedScorer(Scorer):
             offsets = [o - len(self._prefix) for o in offsets]  # the server echoes the prefix
         ends = list(offsets[1:]) + [len(prompt)]
         total, n = 0.0, 0
-        for off, end, v in zip(offsets, ends, tlp):
+        for i, (off, end, v) in enumerate(zip(offsets, ends, tlp)):
             if off >= len(prompt) or max(end, off + 1) <= len(context):
                 continue  # a context token, or the one generated token
+            if v is None and i == 0 and first_after_start:
+                v = self._after_start((lp.get("tokens") or [""])[0])
             if v is None:
                 raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['loglikelihood']}: "
                                   f"no log-prob for a continuation token at offset {off}")
@@ -287,6 +290,22 @@ class ServedScorer(Scorer):
             raise ServedError(f"{self.endpoint.label()}: the continuation {continuation!r} "
                               "has no tokens in the server's answer")
         return total, n
+
+    def _after_start(self, token: str) -> float | None:
+        """log p(token | start token) from one request for every token's log-prob after the
+        start token (asked once per scorer): in start-token mode the server gives the first
+        token after it no echoed log-prob."""
+        with self._lock:
+            dist = getattr(self, "_start_dist", None)
+        if dist is None:
+            got = self._request("/completions", {"model": self.endpoint.model,
+                                                 "prompt": self._prefix, "max_tokens": 1,
+                                                 "temperature": 0.0, "logprobs": 1 << 20})
+            top = ((got.get("choices") or [{}])[0].get("logprobs") or {}).get("top_logprobs")
+            dist = dict(top[0]) if top and isinstance(top[0], dict) else {}
+            with self._lock:
+                self._start_dist = dist
+        return dist.get(token)
 
     def _score_todo(self, requests, todo, results, ckeys) -> None:
         self.check("loglikelihood")
