@@ -26,6 +26,8 @@ rule protoqa_generate:
         gen=PQ["generation"],
         device=config["lm"]["device"],
         dtype=config["lm"]["dtype"],
+        lm=config["lm"],
+        cache=f"{CACHE}/lm",
     log:
         "logs/protoqa/generated/{model}.log",
     benchmark:

@@ -2,7 +2,7 @@
 import time
 
 from csbench.io import write_json
-from csbench.lm.generate import sample_from_dir
+from csbench.lm.backend import sample
 from csbench.logs import snakemake_logger
 from csbench.models import provenance, provenance_columns
 from csbench.protoqa.baseline import question_to_prompt, rank_answers
@@ -14,10 +14,11 @@ questions = load_questions(snakemake.input.questions)
 qids = list(questions)
 prompts = [question_to_prompt(questions[q].question) for q in qids]
 start = time.time()
-samples = sample_from_dir(snakemake.input.model, prompts, g["num_samples"],
-                          device=snakemake.params.device, dtype=snakemake.params.dtype,
-                          max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
-                          top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"])
+samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or served model
+                 lm=snakemake.params.lm, cache_dir=snakemake.params.cache,
+                 device=snakemake.params.device, dtype=snakemake.params.dtype,
+                 max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
+                 top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"])
 ranked = {q: rank_answers(s, g["top"]) for q, s in zip(qids, samples)}
 random_model = provenance_columns(snakemake.input.model)["random_model"]
 log.info("%d questions x %d samples in %.1fs%s", len(qids), g["num_samples"], time.time() - start,

@@ -2,7 +2,8 @@
 import pandas as pd
 
 from csbench.io import write_parquet, write_tsv
-from csbench.lm import LMScorer
+from csbench.lm import open_scorer
+from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
 from csbench.models import provenance_columns
 from csbench.twentyq.scoring import metrics, nll_by_quartile, score_items
@@ -10,8 +11,8 @@ from csbench.twentyq.scoring import metrics, nll_by_quartile, score_items
 log = snakemake_logger(snakemake)
 cfg = snakemake.params.scoring
 train, test = pd.read_parquet(snakemake.input.train), pd.read_parquet(snakemake.input.test)
-scorer = LMScorer.from_config(snakemake.input.model, {"lm": snakemake.params.lm,
-                                                      "cache_dir": snakemake.params.cache_dir})
+scorer = open_scorer(snakemake.input.model, snakemake.params.lm,  # local or served
+                     lm_cache_dir({"cache_dir": snakemake.params.cache_dir}))
 items = score_items(scorer.loglikelihood, test, train, variants=cfg["variants"], seed=cfg["seed"])
 items = nll_by_quartile(items, pd.read_parquet(snakemake.input.freq))
 table = metrics(items)

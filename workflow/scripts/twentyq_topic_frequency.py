@@ -2,15 +2,16 @@
 import pandas as pd
 
 from csbench.io import write_parquet
-from csbench.lm import LMScorer
+from csbench.lm import open_scorer
+from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
 from csbench.models import provenance_columns
 from csbench.twentyq.scoring import topic_frequency
 
 log = snakemake_logger(snakemake)
 test = pd.read_parquet(snakemake.input.test)
-cfg = {"lm": snakemake.params.lm, "cache_dir": snakemake.params.cache_dir}
-scorer = LMScorer.from_config(snakemake.input.model, cfg)
+scorer = open_scorer(snakemake.input.model, snakemake.params.lm,  # local or served
+                     lm_cache_dir({"cache_dir": snakemake.params.cache_dir}))
 freq = topic_frequency(scorer.loglikelihood, test["subject"])
 for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
     freq[col] = value

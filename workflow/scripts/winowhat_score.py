@@ -2,7 +2,7 @@
 import pandas as pd
 
 from csbench.io import write_parquet
-from csbench.lm import LMScorer
+from csbench.lm import open_scorer
 from csbench.logs import snakemake_logger
 from csbench.models import provenance_columns
 from csbench.winowhat.scoring import score_items, shard
@@ -11,11 +11,8 @@ log = snakemake_logger(snakemake)
 p = snakemake.params
 items = shard(pd.read_parquet(snakemake.input.table), int(snakemake.wildcards.shard), p.shards)
 lm = p.lm
-scorer = LMScorer(snakemake.input.model, device=lm["device"], dtype=lm["dtype"],
-                  batch_size=lm["batch_size"], max_batch_size=lm["max_batch_size"],
-                  cache_dir=p.cache)
-log.info("model %s on %s (%s): %d items", snakemake.wildcards.model, scorer.device, scorer.dtype,
-         len(items))
+scorer = open_scorer(snakemake.input.model, lm, p.cache)  # local or served (checked now)
+log.info("model %s, %s: %d items", snakemake.wildcards.model, scorer.describe(), len(items))
 out = score_items(items, scorer)
 out.insert(0, "model", snakemake.wildcards.model)
 for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
