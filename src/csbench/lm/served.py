@@ -36,6 +36,7 @@ import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -71,9 +72,9 @@ class Endpoint:
                    d.get("empty_context"))
 
     def key(self) -> str:
-        """Cache key: endpoint and model (not the API key)."""
+        """Cache key: endpoint, model and empty_context (not the API key)."""
         return "served:" + hashlib.sha256(
-            f"openai\0{self.base_url}\0{self.model}".encode()).hexdigest()
+            f"openai\0{self.base_url}\0{self.model}\0{self.empty_context}".encode()).hexdigest()
 
     def label(self) -> str:
         return f"openai:{self.model}@{self.base_url}"
@@ -108,6 +109,10 @@ class ServedScorer(Scorer):
         self._n_ok: bool | None = None  # does the server honour n?
         self._prefix = ""  # sent before every scored prompt (start-token mode, see check)
         self._lock = threading.Lock()
+        host = urllib.parse.urlsplit(endpoint.base_url).hostname or ""
+        # proxies from the environment apply, except to this machine
+        self._open = (urllib.request.build_opener(urllib.request.ProxyHandler({})).open
+                      if host in ("127.0.0.1", "localhost", "::1") else urllib.request.urlopen)
         self.stats.update(http_requests=0, retries=0, samples_cached=0)
 
     def describe(self) -> str:
@@ -128,7 +133,7 @@ class ServedScorer(Scorer):
                                              method="GET" if body is None else "POST")
                 with self._lock:
                     self.stats["http_requests"] += 1
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with self._open(req, timeout=self.timeout) as resp:
                     raw = resp.read()
                 try:
                     return json.loads(raw)
