@@ -233,3 +233,51 @@ def test_shifted_echo_logprobs_are_detected_and_fixed_by_the_start_token(tmp_pat
         # an empty context: the start token is the context; the first token's log-prob (which
         # such a server leaves out) comes from the distribution after the start token
         assert s.loglikelihood([("", " cat")]) == [pytest.approx(expected("", " cat"))]
+
+
+@pytest.mark.integration
+def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
+    """The demo's WinoWhat scoring job against a server that dies mid-run: the job fails naming
+    the endpoint and writes nothing; rerun once the server is back, it completes and no request
+    answered before the failure is sent again."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    work = tmp_path / "demo"
+    (work / "resources").mkdir(parents=True)
+    (work / "resources" / "demo").symlink_to(repo / "resources" / "demo")
+    port = free_port()
+    cfg = yaml.safe_load((repo / "resources/demo/config.yaml").read_text())
+    cfg["models"]["lm"] = {"fake": {"openai": {"base_url": f"http://127.0.0.1:{port}/v1",
+                                               "model": "fake-lm"}}}
+    cfg["protoqa"]["generation"]["models"] = []
+    cfg["lm"] = {"served": {"retries": 1, "backoff": 0.01, "timeout": 10}}
+    (work / "fake.yaml").write_text(yaml.safe_dump(cfg))
+    target = "results/winowhat/fake/shards/0-of-1.parquet"
+    cmd = [str(Path(sys.executable).with_name("snakemake")), "--snakefile",
+           str(repo / "Snakefile"), "--directory", str(work), "--configfile",
+           str(work / "fake.yaml"), "--cores", "2", target]
+    env = dict(os.environ, NLTK_DATA=str(repo / "resources/nltk_data"), HF_HUB_OFFLINE="1")
+    with FakeServer(port=port) as fake:
+        fake.die_after = 40
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        answered = dict(fake.prompts)
+    assert proc.returncode != 0
+    log = (work / "logs/winowhat/fake/score-0-of-1.log").read_text()
+    assert f"http://127.0.0.1:{port}/v1/completions: no answer after 2 tries" in log, log[-3000:]
+    assert not (work / target).exists()
+    with FakeServer(port=port) as again:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        resent = set(again.prompts) & (set(answered) - {PROBE})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    import pandas as pd
+
+    items = pd.read_parquet(work / target)
+    assert items["loglik1"].notna().all()
+    assert (items["model_source"] == f"openai:fake-lm@http://127.0.0.1:{port}/v1").all()
+    assert resent == set()
