@@ -209,6 +209,15 @@ def test_sampling_with_or_without_n_is_cached(tmp_path, honour_n):
         assert fake.completions == sent + 1  # the start-of-job probe only
 
 
+def test_more_than_four_stop_strings_all_cut(tmp_path):
+    """The API takes at most 4 stop strings; the others still cut the text (nothing dropped)."""
+    with FakeServer() as fake:
+        d = served_dir(tmp_path, fake.base_url)
+        got = sample(d, ["Name a fruit:"], 3, lm={"served": FAST}, cache_dir=tmp_path / "cache",
+                     max_new_tokens=5, seed=3, stop=["\n", "zz1", "zz2", "zz3", "."])
+    assert got and all(t.startswith(" answer") and "." not in t and "more" not in t
+                       for t in got[0])
+
 def test_no_partial_output_when_scoring_fails(tmp_path):
     """The scripts write results atomically after scoring: a failing server leaves nothing."""
     from csbench.io import write_json

@@ -383,7 +383,8 @@ class ServedScorer(Scorer):
                               "completions API; use top_p")
         self.check("sampling")
         prompts = [str(p) for p in prompts]
-        stop = [s for s in (stop or ()) if s][:4]
+        stop = [s for s in (stop or ()) if s]
+        sent_stop = stop[:4]  # the API takes at most 4; the others cut the text here (cut_at_stop)
         settings = dict(n=int(num_samples), temperature=float(temperature), top_p=float(top_p),
                         max_tokens=int(max_new_tokens), stop=stop, seed=int(seed))
         out: list[list[str] | None] = [None] * len(prompts)
@@ -401,7 +402,7 @@ class ServedScorer(Scorer):
         def one(i):
             base = {"model": self.endpoint.model, "prompt": prompts[i],
                     "temperature": settings["temperature"], "top_p": settings["top_p"],
-                    "max_tokens": settings["max_tokens"], "stop": stop}
+                    "max_tokens": settings["max_tokens"], "stop": sent_stop}
             s = prompt_seed(seed, prompts[i])
             if self._n_ok:
                 got = self._request("/completions", {**base, "n": settings["n"], "seed": s})
