@@ -5,7 +5,7 @@ from csbench.io import write_json
 from csbench.lm.backend import sample
 from csbench.logs import snakemake_logger
 from csbench.models import provenance, provenance_columns
-from csbench.protoqa.baseline import question_to_prompt, rank_answers
+from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
 from csbench.protoqa.data import load_questions
 
 log = snakemake_logger(snakemake)
@@ -18,7 +18,8 @@ samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or s
                  lm=snakemake.params.lm, cache_dir=snakemake.params.cache,
                  device=snakemake.params.device, dtype=snakemake.params.dtype,
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
-                 top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"])
+                 top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],
+                 stop=SENTENCE_ENDS)  # each sample stops at its first sentence end
 ranked = {q: rank_answers(s, g["top"]) for q, s in zip(qids, samples)}
 random_model = provenance_columns(snakemake.input.model)["random_model"]
 log.info("%d questions x %d samples in %.1fs%s", len(qids), g["num_samples"], time.time() - start,

@@ -1,13 +1,42 @@
 """Sampling generation for baselines (ProtoQA): many nucleus-sampled completions per prompt.
 
-Models are loaded only through :func:`csbench.models.load_causal_lm`. Each prompt is sampled
-on its own (no padding, so batching cannot change the text) with the torch RNG seeded from
-``seed`` and the prompt text, so a prompt's samples do not depend on which other prompts are in
-the run or on their order. ``chunk`` bounds how many sequences are decoded in one call.
+Models are loaded only through :func:`csbench.models.load_causal_lm`.
+
+:func:`sample_completions` is its own decoding loop with a KV cache: each sampled sequence
+stops at the end-of-sequence token or, with ``stop``, as soon as its decoded text contains a
+match of that pattern (ProtoQA cuts every answer at its first sentence end, so the tokens after it
+were never used); finished sequences are dropped from the batch and from the cache, so they stop
+costing forward passes and sampling work. Logits are computed for the last position only
+(``logits_to_keep=1``, also in the prefill); the prompt runs once, at batch size 1, and its cache
+is repeated for the sequences; all chunks of a prompt are decoded together (up to ``max_batch``
+sequences), so the few long samples at the end share forward passes.
+
+Determinism: each prompt is sampled on its own (no padding, so other prompts cannot change its
+text; prompts are not batched together, as different lengths would need padding) from private
+``torch.Generator`` streams seeded from ``seed`` and the prompt text, so a prompt's samples do not
+depend on which other prompts are in the run or on their order, and the global RNG is left alone.
+
+The random stream is the one of ``model.generate(do_sample=True, num_return_sequences=chunk)``
+per chunk after ``torch.manual_seed(prompt_seed(seed, prompt))`` (:func:`sample_completions_generate`,
+the former implementation, kept as the reference): per step a chunk draws one exponential variate
+per (sequence, vocabulary entry) of the whole chunk, as ``torch.multinomial`` does, and each
+sequence takes ``argmax(probs / noise)``; temperature, top-k and top-p are transformers' own
+warpers applied in generate's order. The reference runs a chunk until all its sequences have ended
+(EOS) or ``max_new_tokens`` and starts the next chunk where that left the stream; to decode
+chunks together the loop draws the earlier chunks' full noise ahead to find the later chunks'
+start states, and decodes the later chunks again in the rare case that a chunk ended early with
+EOS in every sequence. After the post-processing the texts are those of the reference, except
+(1) where the batch size of a forward pass changes the floating-point result (checked on real
+weights in ``bench/protoqa_generate.py``) and (2) one case the loop cannot know: when a sequence
+stopped at ``stop``, the loop assumes the reference ran that chunk to ``max_new_tokens``; if
+instead every sequence of a chunk that is not the prompt's last would have emitted EOS before
+``max_new_tokens``, the following chunks of that prompt differ.
 """
 from __future__ import annotations
 
 import logging
+import re
+import time
 import zlib
 
 log = logging.getLogger(__name__)
@@ -17,14 +46,398 @@ def prompt_seed(seed: int, prompt: str) -> int:
     return (int(seed) * 1_000_003 + zlib.crc32(prompt.encode("utf-8"))) % (2**31 - 1)
 
 
+class _TopP:
+    """transformers' ``TopPLogitsWarper`` (min_tokens_to_keep=1) with the same result, bit for
+    bit, and a faster sort on the CPU: the warper keeps the tokens whose ascending-order
+    cumulative probability (softmax of the sorted scores, cumsum) exceeds ``1 - top_p``. The
+    ascending sorted values are the same array whichever sort makes them (NumPy's vectorised sort,
+    rows split over the torch threads), so the cumulative probabilities are too; the warper's
+    argsort is needed only to tell which of several tokens tied at the cut-off value it drops,
+    and a row with such a tie is handed to the warper itself."""
+
+    def __init__(self, top_p: float):
+        from transformers.generation.logits_process import TopPLogitsWarper
+
+        self.top_p = top_p
+        self.reference = TopPLogitsWarper(top_p=top_p, min_tokens_to_keep=1)
+
+    def __call__(self, input_ids, scores):
+        import numpy as np
+        import torch
+
+        if scores.device.type != "cpu" or scores.dtype != torch.float32:
+            return self.reference(input_ids, scores)
+        scores = scores.contiguous()
+        values = np.empty(tuple(scores.shape), dtype=np.float32)
+        _sort_rows(scores.numpy(), values)
+        ordered = torch.from_numpy(values)
+        cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
+        drop = cumulative <= (1 - self.top_p)
+        drop[..., -1:] = 0
+        cut = drop.sum(dim=-1, keepdim=True)                  # dropped: a prefix of the order
+        edge = ordered.gather(1, cut)                          # smallest kept value
+        below = ordered.gather(1, (cut - 1).clamp(min=0))
+        out = scores.masked_fill(scores < edge, -float("inf"))
+        tied = ((cut > 0) & (below == edge)).squeeze(1).nonzero().flatten().tolist()
+        for r in tied:                                         # a tie straddles the cut-off
+            out[r:r + 1] = self.reference(input_ids, scores[r:r + 1])
+        return out
+
+
+_SORT_POOL = None
+
+
+def _sort_rows(src, dst) -> None:
+    """``dst[:] = np.sort(src, axis=-1)``, rows split over ``torch.get_num_threads()`` threads
+    (NumPy releases the GIL while sorting)."""
+    import numpy as np
+    import torch
+
+    global _SORT_POOL
+    workers = max(1, min(torch.get_num_threads(), src.shape[0]))
+    if workers == 1 or src.size < 1 << 16:
+        dst[:] = np.sort(src, axis=-1)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    if _SORT_POOL is None or _SORT_POOL._max_workers < workers:
+        _SORT_POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="csbench-sort")
+    bounds = [src.shape[0] * k // workers for k in range(workers + 1)]
+
+    def part(k):
+        dst[bounds[k]:bounds[k + 1]] = np.sort(src[bounds[k]:bounds[k + 1]], axis=-1)
+
+    list(_SORT_POOL.map(part, range(workers)))
+
+
+def _warpers(temperature: float, top_k: int, top_p: float):
+    """transformers' sampling warpers in the order ``generate`` applies them (for sampling with
+    ``top_k=None`` when ``top_k`` is 0, as the reference passes it); top-p as :class:`_TopP`."""
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper
+
+    out = []
+    if temperature is not None and temperature != 1.0:
+        out.append(TemperatureLogitsWarper(temperature))
+    if top_k:
+        out.append(TopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1))
+    if top_p is not None and top_p < 1.0:
+        out.append(_TopP(top_p))
+    return out
+
+
+def _eos_ids(model, tokenizer) -> set[int]:
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    if eos is None:
+        return set()
+    return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+
+def _forward(model, ids, cache, start: int):
+    """(logits (float32) of the last position of ``ids`` (batch x length), cache); positions
+    from ``start``; only the last position goes through the output layer."""
+    import torch
+
+    pos = torch.arange(start, start + ids.shape[1], device=ids.device).expand(ids.shape[0], -1)
+    out = model(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True,
+                logits_to_keep=1)
+    return out.logits[:, -1].to(dtype=torch.float32), out.past_key_values
+
+
+_SKIP_BLOCK = 1 << 16
+_CAN_SKIP: dict[str, bool] = {}
+
+
+def _advance(gen, count: int, buf) -> None:
+    """Move ``gen`` past ``count`` Exp(1) float32 draws without computing them: on the CPU each
+    such draw takes 64 random bits in memory order, as one int64 ``random_`` draw does (checked
+    by :func:`_can_skip` before it is relied on)."""
+    while count > 0:
+        k = min(count, buf.numel())
+        buf[:k].random_(generator=gen)
+        count -= k
+
+
+def _can_skip(device) -> bool:
+    """Whether noise rows can be skipped (:func:`_advance`) with exactly the stream of drawing
+    them, on this device and torch build (checked once, on blocks like the real ones); if not,
+    every chunk draws all its rows and the active ones are selected."""
+    import torch
+
+    key = str(torch.device(device).type)
+    if key not in _CAN_SKIP:
+        ok = False
+        try:
+            gen = torch.Generator(device=device)
+            width = 3 * _SKIP_BLOCK // 2 + 7
+            gen.manual_seed(12345)
+            full = torch.empty((5, width), device=device).exponential_(1, generator=gen)
+            end = gen.get_state()
+            buf = torch.empty(_SKIP_BLOCK, dtype=torch.int64, device=device)
+            gen.manual_seed(12345)
+            _advance(gen, width, buf)
+            part = torch.empty((2, width), device=device).exponential_(1, generator=gen)
+            _advance(gen, 2 * width, buf)
+            ok = torch.equal(part, full[1:3]) and torch.equal(gen.get_state(), end)
+        except RuntimeError:
+            ok = False
+        _CAN_SKIP[key] = ok
+        log.debug("sampling noise: inactive rows %s", "skipped" if ok else "drawn")
+    return _CAN_SKIP[key]
+
+
+class _Chunk:
+    """One chunk's share of a joint decode: its rows, random stream and how it ended."""
+
+    def __init__(self, n: int, state, vocab: int, device, continue_stream: bool):
+        import torch
+
+        self.n = n
+        self.vocab = vocab
+        self.gen = torch.Generator(device=device)
+        self.gen.set_state(state)
+        self.noise = torch.empty((n, vocab), dtype=torch.float32, device=device)
+        self.skip = _can_skip(device)
+        self.buf = torch.empty(_SKIP_BLOCK, dtype=torch.int64, device=device) if self.skip else None
+        self.continue_stream = continue_stream   # the next chunk starts where this one ends
+        self.steps = 0                           # noise draws (the reference's decoding steps)
+        self.all_eos = True                      # every row ended with EOS
+        self.end_state = None
+
+    def draw(self, rows: list[int]):
+        """One step's Exp(1) noise of the whole chunk, as ``torch.multinomial`` draws it; only
+        the ``rows`` (ascending chunk rows) are returned (and, where possible, computed)."""
+        import torch
+
+        self.steps += 1
+        if len(rows) == self.n:
+            return self.noise.exponential_(1, generator=self.gen)
+        if not self.skip:
+            self.noise.exponential_(1, generator=self.gen)
+            return self.noise.index_select(0, torch.tensor(rows, device=self.noise.device))
+        done = pos = 0
+        while done < len(rows):
+            start = done
+            while done + 1 < len(rows) and rows[done + 1] == rows[done] + 1:
+                done += 1
+            done += 1                            # rows[start:done] are consecutive
+            _advance(self.gen, (rows[start] - pos) * self.vocab, self.buf)
+            self.noise[start:done].exponential_(1, generator=self.gen)
+            pos = rows[done - 1] + 1
+        _advance(self.gen, (self.n - pos) * self.vocab, self.buf)
+        return self.noise[:len(rows)]
+
+    def burn(self, steps: int) -> None:
+        """Move the stream past ``steps`` more steps of the whole chunk (the reference's later
+        steps, or an earlier chunk's)."""
+        if self.skip:
+            _advance(self.gen, steps * self.n * self.vocab, self.buf)
+        else:
+            for _ in range(steps):
+                self.noise.exponential_(1, generator=self.gen)
+
+
+def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: list[_Chunk],
+            warpers, max_new_tokens: int, eos: set[int], stop, stats: dict) -> list[list[str]]:
+    """Decode the sequences of ``chunks`` together, continuing the prompt (``length`` tokens;
+    its cache and last logits at batch 1 given). Sequences with the same tokens so far share one
+    batch row (its logits are theirs, bit for bit: they are computed from the same inputs), so a
+    forward pass and the warpers run once per distinct prefix; each chunk draws its own noise
+    for its sequences, as ``torch.multinomial`` on the chunk would; finished sequences leave the
+    batch and the cache. Returns the texts per chunk, each ending at its EOS or first ``stop``
+    match."""
+    import copy
+
+    import torch
+
+    device = prefix_logits.device
+    owner = [c for c, ch in enumerate(chunks) for _ in range(ch.n)]
+    first = [sum(ch.n for ch in chunks[:c]) for c in range(len(chunks))]
+    total = len(owner)
+    cache = copy.deepcopy(prefix_cache)
+    tokens: list[list[int]] = [[] for _ in range(total)]
+    active = list(range(total))                  # sequences still being decoded (in order)
+    row_of = [0] * total                         # batch row (distinct prefix) of each sequence
+    logits = prefix_logits                       # (1, V): one row, the prompt
+    last: list[int] = []                         # the token each batch row feeds next
+    step = 0
+    while active:
+        if step:
+            ids = torch.tensor([[t] for t in last], device=device)
+            logits, cache = _forward(model, ids, cache, length + step - 1)
+            stats["decode_tokens"] += len(last)
+        scores = logits
+        for w in warpers:
+            scores = w(None, scores)
+        probs = torch.softmax(scores, dim=-1)
+        # torch.multinomial(probs, 1) on each whole chunk: argmax(probs / Exp(1) noise)
+        parts, r = [], 0
+        while r < len(active):
+            c = owner[active[r]]
+            end = r
+            while end < len(active) and owner[active[end]] == c:
+                end += 1
+            parts.append(chunks[c].draw([x - first[c] for x in active[r:end]]))
+            r = end
+        noise = parts[0] if len(parts) == 1 else torch.cat(parts)
+        rows = [row_of[x] for x in active]
+        if probs.shape[0] > 1:
+            probs = probs.index_select(0, torch.tensor(rows, device=device))
+        picked = (probs / noise).argmax(dim=-1).tolist()
+        stats["sampled_tokens"] += len(active)
+        step += 1
+        # next batch: one row per distinct (row, token) of the sequences that go on
+        children: dict[tuple[int, int], int | None] = {}
+        parent: list[int] = []
+        last = []
+        still = []
+        for x, row, t in zip(active, rows, picked):
+            tokens[x].append(t)
+            key = (row, t)
+            if key not in children:
+                ends = t in eos
+                if not ends and stop is not None:
+                    ends = stop.search(tokenizer.decode(tokens[x], skip_special_tokens=True)) \
+                        is not None
+                if ends or step >= max_new_tokens:
+                    children[key] = None
+                else:
+                    children[key] = len(parent)
+                    parent.append(row)
+                    last.append(t)
+            child = children[key]
+            if child is None:
+                if t not in eos:
+                    chunks[owner[x]].all_eos = False
+            else:
+                row_of[x] = child
+                still.append(x)
+        active = still
+        if active and parent != list(range(logits.shape[0])):
+            cache.batch_select_indices(torch.tensor(parent, device=device))
+    out = []
+    for c, ch in enumerate(chunks):
+        if ch.continue_stream and not ch.all_eos:
+            # the reference would have gone on to max_new_tokens: the next chunk starts there
+            ch.burn(max_new_tokens - ch.steps)
+        ch.end_state = ch.gen.get_state()
+        out.append(tokenizer.batch_decode(tokens[first[c]:first[c] + ch.n],
+                                          skip_special_tokens=True))
+    return out
+
+
+def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chunk: int,
+                   max_batch: int, warpers, max_new_tokens: int, eos: set[int], stop,
+                   stats: dict, prog) -> list[str]:
+    """The samples of one prompt: chunks of ``chunk`` rows (the reference's
+    ``num_return_sequences``), decoded together up to ``max_batch`` rows."""
+    import torch
+
+    device = next(model.parameters()).device
+    # the prompt runs once, batch 1; every joint decode repeats a copy of its cache
+    logits, cache = _forward(model, torch.tensor([ids], device=device), None, 0)
+    stats["prompt_tokens"] += len(ids)
+    vocab = logits.shape[-1]
+    sizes = [min(chunk, num_samples - i) for i in range(0, num_samples, chunk)]
+    state = gen.get_state()
+    texts: list[str] = []
+    i = 0
+    while i < len(sizes):
+        group = [sizes[i]]
+        while i + len(group) < len(sizes) and sum(group) + sizes[i + len(group)] <= max_batch:
+            group.append(sizes[i + len(group)])
+        # stream of each chunk: the reference runs a chunk to max_new_tokens unless all its
+        # rows end with EOS first; assume the former (checked below)
+        chunks = []
+        for j, n in enumerate(group):
+            chunks.append(_Chunk(n, state, vocab, device, continue_stream=i + j + 1 < len(sizes)))
+            if j < len(group) - 1:
+                ahead = _Chunk(n, state, vocab, device, continue_stream=True)
+                ahead.burn(max_new_tokens)
+                state = ahead.gen.get_state()
+        done = _decode(model, tokenizer, len(ids), cache, logits, chunks, warpers,
+                       max_new_tokens, eos, stop, stats)
+        first_in_group = i
+        for ch, chunk_texts in zip(chunks, done):
+            texts.extend(chunk_texts)
+            i += 1
+            prog.update(ch.n)
+            state = ch.end_state
+            if ch.continue_stream and ch.all_eos and ch.steps < max_new_tokens:
+                # the next chunk starts earlier in the stream: decode the rest again
+                stats["redecoded_chunks"] += len(group) - (i - first_in_group)
+                break
+    return texts
+
+
 def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_tokens: int = 20,
                        temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-                       seed: int = 0, chunk: int = 100) -> list[list[str]]:
-    """Return ``num_samples`` decoded continuations (prompt excluded) for each prompt."""
+                       seed: int = 0, chunk: int = 100, stop=None, max_batch: int = 512,
+                       stats: dict | None = None) -> list[list[str]]:
+    """Return ``num_samples`` decoded continuations (prompt excluded) for each prompt.
+
+    ``stop``: a regular expression (``str`` or compiled) or a list of stop strings; a sequence
+    ends with the token after which its decoded text first contains a match (the returned text then runs to the end of that
+    token; cut it at the match yourself). ``chunk``: sequences that share one random draw per
+    step (the reference's ``num_return_sequences``; changing it changes the samples);
+    ``max_batch``: the most sequences decoded together (whole chunks of one prompt; memory).
+    ``stats`` (a dict) receives the counts of the run: ``prompt_tokens`` (prefill, batch 1, once
+    per prompt), ``decode_tokens`` (forward-pass rows after the prefill), ``sampled_tokens``
+    (tokens generated), ``samples``, ``redecoded_chunks`` (decoded again after an earlier chunk
+    ended early with EOS everywhere; the discarded work is in the token counts), ``seconds``.
+    """
+    import torch
+
+    from ..logs import progress
+
+    device = next(model.parameters()).device
+    warpers = _warpers(temperature, top_k, top_p)
+    eos = _eos_ids(model, tokenizer)
+    if isinstance(stop, (list, tuple)):
+        stop = re.compile("|".join(re.escape(x) for x in stop)) if stop else None
+    elif isinstance(stop, str):
+        stop = re.compile(stop)
+    chunk = max(int(chunk), 1)
+    counts = {"prompt_tokens": 0, "decode_tokens": 0, "sampled_tokens": 0, "samples": 0,
+              "redecoded_chunks": 0}
+    start = time.monotonic()
+    out: list[list[str]] = []
+    with progress(len(prompts) * int(num_samples), "sampling", unit="samples") as prog, \
+            torch.no_grad():
+        for prompt in prompts:
+            ids = tokenizer.encode(prompt) or [tokenizer.eos_token_id]
+            gen = torch.Generator(device=device)
+            gen.manual_seed(prompt_seed(seed, prompt))
+            out.append(_sample_prompt(model, tokenizer, ids, int(num_samples), gen, chunk,
+                                      max(int(max_batch), chunk), warpers, max_new_tokens, eos,
+                                      stop, counts, prog))
+            counts["samples"] += int(num_samples)
+    counts["seconds"] = time.monotonic() - start
+    log.info("%d prompts x %d samples: %d tokens sampled (%.1f per sample), %d prompt tokens, "
+             "%.1f s", len(prompts), num_samples, counts["sampled_tokens"],
+             counts["sampled_tokens"] / max(counts["samples"], 1), counts["prompt_tokens"],
+             counts["seconds"])
+    if stats is not None:
+        stats.update(counts)
+    return out
+
+
+def sample_completions_generate(model, tokenizer, prompts, num_samples: int, *,
+                                max_new_tokens: int = 20, temperature: float = 1.0,
+                                top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+                                chunk: int = 100, stats: dict | None = None) -> list[list[str]]:
+    """The reference: ``model.generate`` per prompt and chunk, every sequence to EOS or
+    ``max_new_tokens`` (the implementation before the decoding loop; slower, kept for checks).
+    ``stats`` as for :func:`sample_completions` (``prompt_tokens`` counts every row), plus
+    ``short_chunks``: chunks that ended before ``max_new_tokens`` (all sequences at EOS)."""
     import torch
 
     device = next(model.parameters()).device
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    counts = {"prompt_tokens": 0, "decode_tokens": 0, "sampled_tokens": 0, "samples": 0,
+              "short_chunks": 0}
+    start = time.monotonic()
     out: list[list[str]] = []
     for prompt in prompts:
         ids = tokenizer.encode(prompt) or [tokenizer.eos_token_id]
@@ -40,9 +453,18 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
                     temperature=temperature, top_p=top_p, top_k=top_k or None,
                     max_new_tokens=max_new_tokens, num_return_sequences=n, pad_token_id=pad,
                 )
+            new = gen.shape[1] - inp.shape[1]
+            counts["prompt_tokens"] += n * inp.shape[1]
+            counts["decode_tokens"] += n * (new - 1)
+            counts["sampled_tokens"] += n * new
+            counts["samples"] += n
+            counts["short_chunks"] += new < max_new_tokens
             texts.extend(tokenizer.batch_decode(gen[:, inp.shape[1]:], skip_special_tokens=True))
             left -= n
         out.append(texts)
+    counts["seconds"] = time.monotonic() - start
+    if stats is not None:
+        stats.update(counts)
     return out
 
 

@@ -201,12 +201,13 @@ class LMScorer(Scorer):
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",)) -> list[list[str]]:
         """Sample continuations with this scorer's model (the sampler of :mod:`csbench.lm.generate`);
-        each text is cut at the first stop string."""
+        each text is cut at the first stop string (sampling stops there too)."""
         from .generate import sample_completions
 
         texts = sample_completions(self.model, self.tokenizer, prompts, num_samples,
                                    max_new_tokens=max_new_tokens, temperature=temperature,
-                                   top_p=top_p, top_k=top_k, seed=seed)
+                                   top_p=top_p, top_k=top_k, seed=seed,
+                                   stop=list(stop) if stop else None)
         return [cut_at_stop(samples, stop) for samples in texts]
 
     # ------------------------------------------------------------------ internals

@@ -19,7 +19,8 @@ _RULES = [
     (re.compile(r"\bhow can you tell\b", re.I), "one way to tell"),
     (re.compile(r"\b(?:name|give me) (?:a|an)\b", re.I), "one"),
 ]
-_SENTENCE_END = re.compile(r"[.!?\n]")
+SENTENCE_ENDS = (".", "!", "?", "\n")      # the sampler's stop strings (local and served)
+SENTENCE_END = re.compile(r"[.!?\n]")
 
 
 def question_to_prompt(question: str) -> str:
@@ -35,7 +36,7 @@ def question_to_prompt(question: str) -> str:
 
 def clean_completion(text: str) -> str:
     """Cut at the first sentence end, then normalise (lower-case, punctuation folded)."""
-    m = _SENTENCE_END.search(text)
+    m = SENTENCE_END.search(text)
     if m:
         text = text[: m.start()]
     return fold(text)

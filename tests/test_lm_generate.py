@@ -1,0 +1,239 @@
+"""csbench.lm.generate: the sampling loop (stop pattern, finished rows dropped, last-position
+logits) against the model.generate reference, seeded and order-independent, on tiny models."""
+import re
+
+import pytest
+
+from csbench.lm.generate import sample_completions, sample_completions_generate
+
+KW = dict(max_new_tokens=10, temperature=0.69, top_p=0.9, seed=3)
+PROMPTS = ["One thing you bring to the beach is", "One sport is",
+           "What do people eat? One answer is"]
+
+
+def _cut(text, stop):
+    m = stop.search(text)
+    return text[: m.start()] if m else text
+
+
+@pytest.fixture(scope="module")
+def gpt2(tiny_lm_dir):
+    from csbench.models import load_causal_lm
+
+    return load_causal_lm(tiny_lm_dir, "cpu", "float32")
+
+
+def _from_config(tok, model_type, **kw):
+    """A random model of ``model_type`` sharing the tiny tokenizer (built in process)."""
+    import torch
+    import transformers
+
+    cfg = transformers.AutoConfig.for_model(
+        model_type, vocab_size=len(tok), bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(cfg).eval()
+
+
+@pytest.fixture(scope="module")
+def models(gpt2, tiny_neox_dir):
+    from csbench.models import load_causal_lm
+
+    model, tok = gpt2
+    gemma = _from_config(tok, "gemma3_text", hidden_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                         intermediate_size=128, sliding_window=4,
+                         layer_types=["sliding_attention", "full_attention"])
+    llama = _from_config(tok, "llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                         num_key_value_heads=1, intermediate_size=128)
+    return {"gpt2": (model, tok), "neox": load_causal_lm(tiny_neox_dir, "cpu", "float32"),
+            "gemma3": (gemma, tok), "llama": (llama, tok)}
+
+
+@pytest.mark.parametrize("arch,max_batch", [("gpt2", 512), ("gpt2", 3), ("gpt2", 6),
+                                            ("neox", 512), ("gemma3", 512), ("llama", 512)])
+def test_same_texts_as_generate(models, arch, max_batch):
+    """Without a stop pattern the loop returns exactly the reference's texts (same random
+    stream); chunks smaller than the sample count exercise the stream across chunks, decoded
+    together (max_batch 512, 6) or one after the other (3)."""
+    model, tok = models[arch]
+    ref = sample_completions_generate(model, tok, PROMPTS[:2], 7, chunk=3, **KW)
+    assert sample_completions(model, tok, PROMPTS[:2], 7, chunk=3, max_batch=max_batch,
+                              **KW) == ref
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "gemma3"])
+def test_stop_pattern_cuts_and_keeps_answers(models, arch):
+    """Each sample stops once its text contains a stop match; after cutting at the match the
+    answers are the reference's (which generated all max_new_tokens tokens)."""
+    model, tok = models[arch]
+    stop = re.compile("[ae]")
+    stats, ref_stats = {}, {}
+    ref = sample_completions_generate(model, tok, PROMPTS, 9, chunk=4, stats=ref_stats, **KW)
+    new = sample_completions(model, tok, PROMPTS, 9, chunk=4, stop=stop, stats=stats, **KW)
+    stopped = 0
+    for r_texts, n_texts in zip(ref, new):
+        assert [_cut(t, stop) for t in n_texts] == [_cut(t, stop) for t in r_texts]
+        for r, n in zip(r_texts, n_texts):
+            assert r.startswith(n)           # the reference's text, ended early
+            stopped += bool(stop.search(n)) and len(n) < len(r)
+    assert stopped > len(PROMPTS) * 9 // 2
+    assert stats["sampled_tokens"] < ref_stats["sampled_tokens"]
+    assert stats["samples"] == ref_stats["samples"] == len(PROMPTS) * 9
+
+
+def test_protoqa_sentence_end(gpt2):
+    """The ProtoQA cut: with the sentence ends as stop strings (what the workflow passes) every
+    returned text ends at its first sentence end, and the answers are the reference's."""
+    from csbench.protoqa.baseline import SENTENCE_END, SENTENCE_ENDS, clean_completion
+
+    assert all((SENTENCE_END.search(chr(c)) is not None) == (chr(c) in SENTENCE_ENDS)
+               for c in range(0x3000))
+    model, tok = gpt2
+    ref = sample_completions_generate(model, tok, PROMPTS, 6, chunk=4, **KW)
+    new = sample_completions(model, tok, PROMPTS, 6, chunk=4, stop=SENTENCE_ENDS, **KW)
+    assert new == sample_completions(model, tok, PROMPTS, 6, chunk=4, stop=SENTENCE_END, **KW)
+    for r_texts, n_texts in zip(ref, new):
+        assert [clean_completion(t) for t in n_texts] == [clean_completion(t) for t in r_texts]
+        for n in n_texts:
+            m = SENTENCE_END.search(n)
+            assert m is None or not SENTENCE_END.search(n, m.end())
+
+
+def test_finished_rows_leave_the_batch(gpt2):
+    """Forward passes after a row has stopped no longer include it; EOS ends a row as well."""
+    model, tok = gpt2
+    rows = []
+    hook = model.register_forward_pre_hook(
+        lambda mod, args, kw: rows.append(kw["input_ids"].shape[0]), with_kwargs=True)
+    try:
+        stats = {}
+        out = sample_completions(model, tok, ["One sport is"], 8, chunk=8,
+                                 stop=re.compile("[kmwy]"), stats=stats, **KW)
+    finally:
+        hook.remove()
+    assert rows[0] == 1                                  # the prompt: once, batch 1
+    assert len(rows) > 2 and rows[1:] == sorted(rows[1:], reverse=True)
+    assert rows[-1] < rows[1] <= 8
+    assert stats["decode_tokens"] == sum(rows[1:])
+    assert stats["prompt_tokens"] == len(tok.encode("One sport is"))
+    assert len(out[0]) == 8
+
+
+def test_eos_ends_rows_and_chunks(gpt2):
+    """With many EOS ids, whole chunks end early: texts and the stream of the following chunks
+    stay those of the reference."""
+    model, tok = gpt2
+    old = model.generation_config.eos_token_id
+    model.generation_config.eos_token_id = list(range(5, len(tok), 3))
+    try:
+        ref_stats = {}
+        ref = sample_completions_generate(model, tok, PROMPTS, 8, chunk=2, stats=ref_stats, **KW)
+        stats = {}
+        new = sample_completions(model, tok, PROMPTS, 8, chunk=2, stats=stats, **KW)
+    finally:
+        model.generation_config.eos_token_id = old
+    assert ref_stats["short_chunks"] > 0 and stats["redecoded_chunks"] > 0
+    assert new == ref
+
+
+def test_last_position_logits_only(models):
+    """The output layer sees the last position only, in the prefill and in every step, and the
+    model is asked for logits_to_keep=1 (Gemma-3's 262k-entry vocabulary makes the head costly)."""
+    for arch in ("gpt2", "gemma3"):
+        model, tok = models[arch]
+        head_rows, keep = [], []
+        h1 = model.get_output_embeddings().register_forward_pre_hook(
+            lambda mod, args: head_rows.append(tuple(args[0].shape[:-1])))
+        h2 = model.register_forward_pre_hook(
+            lambda mod, args, kw: keep.append(kw.get("logits_to_keep")), with_kwargs=True)
+        try:
+            sample_completions(model, tok, ["One thing you bring to the beach is"], 4, chunk=4,
+                               **KW)
+        finally:
+            h1.remove()
+            h2.remove()
+        assert keep and all(k == 1 for k in keep)
+        assert head_rows[0] == (1, 1)                    # prefill of a multi-token prompt
+        assert all(r[1] == 1 for r in head_rows)
+
+
+def test_seeded_deterministic_order_independent(gpt2):
+    model, tok = gpt2
+    stop = re.compile("[ae]")
+    a = sample_completions(model, tok, PROMPTS, 5, chunk=2, stop=stop, **KW)
+    b = sample_completions(model, tok, PROMPTS, 5, chunk=2, stop=stop, **KW)
+    assert a == b
+    c = sample_completions(model, tok, PROMPTS[::-1], 5, chunk=2, stop=stop, **KW)
+    assert c == a[::-1]
+    d = sample_completions(model, tok, [PROMPTS[1]], 5, chunk=2, stop=stop, **KW)
+    assert d == [a[1]]
+    other = sample_completions(model, tok, PROMPTS, 5, chunk=2, stop=stop, **{**KW, "seed": 4})
+    assert other != a
+
+
+@pytest.mark.parametrize("top_p", [0.9, 0.5, 0.99])
+def test_top_p_equals_transformers_warper(top_p):
+    """The faster top-p gives transformers' TopPLogitsWarper result bit for bit, ties at the
+    cut-off included (such rows go to the warper itself)."""
+    import torch
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    from csbench.lm.generate import _TopP
+
+    torch.manual_seed(0)
+    for scale in (0.5, 3.0, 30.0):
+        x = torch.randn(40, 3000) * scale
+        x[1] = 0.0                                      # every value tied
+        x[2, :1500], x[2, 1500:] = 1.0, 2.0             # two tied blocks
+        x[3] = torch.round(x[3])                        # many ties
+        x[4, :10] = float("-inf")                       # (after a top-k warper)
+        assert torch.equal(_TopP(top_p)(None, x.clone()), TopPLogitsWarper(top_p)(None, x.clone()))
+
+
+def test_skipped_noise_rows_equal_drawn(gpt2, monkeypatch):
+    """The noise of finished rows is skipped (stream advanced without computing it) where the
+    torch build allows it; the samples are the same as when every row is drawn."""
+    from csbench.lm import generate
+
+    model, tok = gpt2
+    stop = re.compile("[kmwy]")
+    assert generate._can_skip("cpu")
+    a = sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW)
+    monkeypatch.setitem(generate._CAN_SKIP, "cpu", False)
+    assert sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW) == a
+
+
+def test_scorer_generate_stops_at_stop_strings(tiny_lm_dir):
+    """LMScorer.generate hands its stop strings to the sampler: same texts as cutting the full
+    samples of the reference."""
+    from csbench.lm import LMScorer
+    from csbench.lm.base import cut_at_stop
+
+    s = LMScorer(tiny_lm_dir, device="cpu", dtype="float32")
+    kw = dict(max_new_tokens=8, temperature=0.69, top_p=0.9, seed=2)
+    out = s.generate(PROMPTS[:2], num_samples=5, stop=("e", "\n"), **kw)
+    ref = sample_completions_generate(s.model, s.tokenizer, PROMPTS[:2], 5, **kw)
+    assert out == [cut_at_stop(x, ("e", "\n")) for x in ref]
+
+
+def test_global_rng_untouched(gpt2):
+    import torch
+
+    model, tok = gpt2
+    torch.manual_seed(123)
+    x = torch.rand(3)
+    torch.manual_seed(123)
+    sample_completions(model, tok, PROMPTS[:1], 3, chunk=3, **KW)
+    assert torch.equal(torch.rand(3), x)
+
+
+def test_progress_logged(gpt2, caplog):
+    import logging
+
+    model, tok = gpt2
+    with caplog.at_level(logging.INFO):
+        sample_completions(model, tok, PROMPTS[:2], 3, chunk=3, **KW)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("sampling: 6 samples of 6 samples") for m in msgs)
+    assert any("tokens sampled" in m for m in msgs)
