@@ -52,7 +52,8 @@ def main():
     from csbench.lm.generate import sample_completions, sample_completions_generate
     from csbench.logs import setup_logging
     from csbench.models import load_causal_lm, provenance
-    from csbench.protoqa.baseline import SENTENCE_END, clean_completion, question_to_prompt, rank_answers
+    from csbench.protoqa.baseline import (SENTENCE_ENDS, clean_completion, question_to_prompt,
+                                          rank_answers)
     from csbench.protoqa.data import load_questions
 
     setup_logging()
@@ -77,11 +78,13 @@ def main():
         for m in order:
             stats: dict = {}
             if m == "old":
-                fn = lambda: sample_completions_generate(model, tok, [prompt], args.num_samples,
-                                                         stats=stats, **kw)[0]
+                def fn():
+                    return sample_completions_generate(model, tok, [prompt], args.num_samples,
+                                                       stats=stats, **kw)[0]
             else:
-                fn = lambda: sample_completions(model, tok, [prompt], args.num_samples,
-                                                stop=SENTENCE_END, stats=stats, **kw)[0]
+                def fn():
+                    return sample_completions(model, tok, [prompt], args.num_samples,
+                                              stop=SENTENCE_ENDS, stats=stats, **kw)[0]
             texts, wall, cpu = timed(fn)
             stats.pop("seconds", None)
             res[m] = {"texts": texts, "wall_s": wall, "cpu_s": cpu, **stats}
@@ -89,23 +92,27 @@ def main():
         old_clean = [clean_completion(t) for t in res["old"]["texts"]]
         new_clean = [clean_completion(t) for t in res["new"]["texts"]]
         same = sum(a == b for a, b in zip(old_clean, new_clean))
-        ranked_old, ranked_new = rank_answers(res["old"]["texts"]), rank_answers(res["new"]["texts"])
+        ranked_old = rank_answers(res["old"]["texts"])
+        ranked_new = rank_answers(res["new"]["texts"])
         row = {"id": qid, "prompt": prompt, "first": order[0], "answers_equal": same,
                "ranked_equal": ranked_old == ranked_new,
                "top5_old": ranked_old[:5], "top5_new": ranked_new[:5],
-               "distinct_answers_old": len(set(old_clean)), "distinct_answers_new": len(set(new_clean))}
+               "distinct_answers_old": len(set(old_clean)),
+               "distinct_answers_new": len(set(new_clean))}
         for m in ("old", "new"):
             row[m] = {k: v for k, v in res[m].items() if k != "texts"}
         out["questions"].append(row)
-        print(f"{qid} {prompt!r}: old {res['old']['wall_s']:.1f} s {res['old']['sampled_tokens']} tok,"
-              f" new {res['new']['wall_s']:.1f} s {res['new']['sampled_tokens']} tok,"
+        print(f"{qid} {prompt!r}: old {res['old']['wall_s']:.1f} s"
+              f" {res['old']['sampled_tokens']} tok, new {res['new']['wall_s']:.1f} s"
+              f" {res['new']['sampled_tokens']} tok,"
               f" answers equal {same}/{len(old_clean)}, ranked equal {row['ranked_equal']}",
               flush=True)
     out["loadavg_end"] = os.getloadavg()
     out["totals"] = {m: dict(c) for m, c in totals.items()}
     o, n = totals["old"], totals["new"]
     out["ratios_old_over_new"] = {k: o[k] / n[k] for k in ("wall_s", "cpu_s", "sampled_tokens",
-                                                           "decode_tokens", "prompt_tokens") if n[k]}
+                                                           "decode_tokens", "prompt_tokens")
+                                  if n[k]}
     out["answers_equal"] = sum(q["answers_equal"] for q in out["questions"])
     out["answers_total"] = len(qids) * args.num_samples
     out["ranked_equal"] = sum(q["ranked_equal"] for q in out["questions"])

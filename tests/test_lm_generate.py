@@ -191,16 +191,70 @@ def test_top_p_equals_transformers_warper(top_p):
         assert torch.equal(_TopP(top_p)(None, x.clone()), TopPLogitsWarper(top_p)(None, x.clone()))
 
 
-def test_skipped_noise_rows_equal_drawn(gpt2, monkeypatch):
-    """The noise of finished rows is skipped (stream advanced without computing it) where the
-    torch build allows it; the samples are the same as when every row is drawn."""
+@pytest.mark.parametrize("raw", [False, True])
+def test_pick_equals_full_argmax(raw):
+    """The choice restricted to each row's non-zero probabilities is torch.multinomial's
+    argmax(probs / noise) over the whole row, an exact-zero variate included (0 / 0 = NaN wins),
+    from float variates or from raw int64 draws (the variates exponential_ makes of them)."""
+    import torch
+
+    from csbench.lm.generate import _pick
+
+    g = torch.Generator().manual_seed(1)
+    probs = torch.softmax(torch.randn(4, 500, generator=g) * 3, dim=-1)
+    probs[probs < 1e-3] = 0                             # what top-p leaves
+    probs[3, 7] = probs[3, 9] = 0.5                    # a tie: the first index wins
+    rows = [0, 0, 1, 2, 3, 3, 1]
+    state = g.get_state()
+    noise = torch.empty(len(rows), 500).exponential_(1, generator=g)
+    g.set_state(state)
+    bits = torch.empty(len(rows), 500, dtype=torch.int64).random_(generator=g)
+    zero_at = int((probs[1] == 0).nonzero()[0])
+    noise[2, zero_at], bits[2, zero_at] = 0.0, 1 << 60
+    full = (probs[torch.tensor(rows)] / noise).argmax(dim=-1).tolist()
+    assert full[2] == zero_at
+    src = bits if raw else noise
+    parts = [(src[:3], 0), (src[3:], 3)]
+    assert _pick(probs, rows, parts, lambda i: noise[i]) == full
+
+
+@pytest.mark.parametrize("planned", [False, True])
+def test_chunk_draws_are_multinomials_stream(planned):
+    """A chunk's draws for some of its rows (raw bits, their variates, exponential_ redrawn
+    for a row) and the state after it are those of drawing the whole chunk every step."""
+    import torch
+
+    from csbench.lm.generate import _Chunk, _variates
+
+    n, vocab, steps = 4, 3000, 3
+    g = torch.Generator().manual_seed(9)
+    start = g.get_state()
+    ref = [torch.empty(n, vocab).exponential_(1, generator=g) for _ in range(steps)]
+    after = g.get_state()
+    ch = _Chunk(n, start, vocab, "cpu", followed=True)
+    assert ch.raw
+    if planned:
+        assert torch.equal(ch.plan(steps), after)
+    for step, rows in enumerate([[1, 3], [0, 1, 2, 3], [2]]):
+        got = ch.draw(rows)
+        f, sure = _variates(got)
+        assert torch.equal(f[sure], ref[step][rows][sure])
+        for k, r in enumerate(rows):
+            assert torch.equal(ch.exact(k), ref[step][r])
+    ch.finish(steps)
+    assert torch.equal(ch.end, after)
+
+
+def test_raw_draws_equal_drawn_variates(gpt2, monkeypatch):
+    """Raw draws (variates only where needed, finished rows skipped) where the torch build
+    allows them; the samples are the same as when every variate is drawn."""
     from csbench.lm import generate
 
     model, tok = gpt2
     stop = re.compile("[kmwy]")
-    assert generate._can_skip("cpu")
+    assert generate._raw_ok("cpu")
     a = sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW)
-    monkeypatch.setitem(generate._CAN_SKIP, "cpu", False)
+    monkeypatch.setitem(generate._RAW_OK, "cpu", False)
     assert sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW) == a
 
 

@@ -5,10 +5,11 @@ Models are loaded only through :func:`csbench.models.load_causal_lm`.
 :func:`sample_completions` is its own decoding loop with a KV cache: each sampled sequence
 stops at the end-of-sequence token or, with ``stop``, as soon as its decoded text contains a
 match of that pattern (ProtoQA cuts every answer at its first sentence end, so the tokens after it
-were never used); finished sequences are dropped from the batch and from the cache, so they stop
-costing forward passes and sampling work. Logits are computed for the last position only
-(``logits_to_keep=1``, also in the prefill); the prompt runs once, at batch size 1, and its cache
-is repeated for the sequences; all chunks of a prompt are decoded together (up to ``max_batch``
+were never used); finished sequences leave the batch and the cache, so they stop costing forward
+passes and sampling work. Logits are computed for the last position only (``logits_to_keep=1``,
+also in the prefill). The prompt runs once, at batch size 1; sequences with the same tokens so
+far share one batch row (many samples begin alike), so the forward pass and the top-p sort run
+once per distinct prefix; all chunks of a prompt are decoded together (up to ``max_batch``
 sequences), so the few long samples at the end share forward passes.
 
 Determinism: each prompt is sampled on its own (no padding, so other prompts cannot change its
@@ -16,21 +17,23 @@ text; prompts are not batched together, as different lengths would need padding)
 ``torch.Generator`` streams seeded from ``seed`` and the prompt text, so a prompt's samples do not
 depend on which other prompts are in the run or on their order, and the global RNG is left alone.
 
-The random stream is the one of ``model.generate(do_sample=True, num_return_sequences=chunk)``
-per chunk after ``torch.manual_seed(prompt_seed(seed, prompt))`` (:func:`sample_completions_generate`,
-the former implementation, kept as the reference): per step a chunk draws one exponential variate
-per (sequence, vocabulary entry) of the whole chunk, as ``torch.multinomial`` does, and each
-sequence takes ``argmax(probs / noise)``; temperature, top-k and top-p are transformers' own
-warpers applied in generate's order. The reference runs a chunk until all its sequences have ended
-(EOS) or ``max_new_tokens`` and starts the next chunk where that left the stream; to decode
-chunks together the loop draws the earlier chunks' full noise ahead to find the later chunks'
-start states, and decodes the later chunks again in the rare case that a chunk ended early with
-EOS in every sequence. After the post-processing the texts are those of the reference, except
-(1) where the batch size of a forward pass changes the floating-point result (checked on real
-weights in ``bench/protoqa_generate.py``) and (2) one case the loop cannot know: when a sequence
-stopped at ``stop``, the loop assumes the reference ran that chunk to ``max_new_tokens``; if
-instead every sequence of a chunk that is not the prompt's last would have emitted EOS before
-``max_new_tokens``, the following chunks of that prompt differ.
+Same samples as before: the random stream is the one of ``model.generate(do_sample=True,
+num_return_sequences=chunk)`` per chunk after ``torch.manual_seed(prompt_seed(seed, prompt))``
+(:func:`sample_completions_generate`, the former implementation, kept as the reference). Per
+step a chunk's ``torch.multinomial`` draws one Exp(1) variate per (sequence, vocabulary entry)
+and each sequence takes ``argmax(probs / noise)``; the loop takes the same draws (see the notes
+above :class:`_Chunk`: on the CPU it computes variates only for tokens with non-zero
+probability and skips finished rows), and temperature, top-k and top-p give transformers'
+warper results, applied in generate's order. The reference runs a chunk until all its sequences
+have ended (EOS) or ``max_new_tokens`` and starts the next chunk where that left the stream; to
+decode chunks together the loop walks the earlier chunks' streams ahead to find the later
+chunks' start states, and decodes the later chunks again in the rare case that a chunk ended
+early with EOS in every sequence. After the post-processing the texts are those of the
+reference, except (1) where the batch size of a forward pass changes the floating-point result
+(none seen on real weights: ``bench/protoqa_generate.py``) and (2) one case the loop cannot
+know: when a sequence stopped at ``stop``, the loop assumes the reference ran that chunk to
+``max_new_tokens``; if instead every sequence of a chunk that is not the prompt's last would
+have emitted EOS before ``max_new_tokens``, the following chunks of that prompt differ.
 """
 from __future__ import annotations
 
@@ -145,97 +148,234 @@ def _forward(model, ids, cache, start: int):
     return out.logits[:, -1].to(dtype=torch.float32), out.past_key_values
 
 
-_SKIP_BLOCK = 1 << 16
-_CAN_SKIP: dict[str, bool] = {}
+# -- the random stream --------------------------------------------------------------------
+# torch.multinomial(probs, 1) draws one Exp(1) variate per (row, token) of its input and takes
+# argmax(probs / noise). On the CPU, exponential_ computes each float32 variate from the next 64
+# bits of the generator (in memory order) as float32(-log1p(-u)), u = (bits & (2^53 - 1)) / 2^53;
+# an int64 random_ draw takes the same 64 bits. So (where the check below passes) the loop takes
+# the raw bits (a quarter of the cost), turns into variates only those of tokens with non-zero
+# probability, skips rows of finished sequences without drawing them, and walks chunks ahead
+# cheaply. Anything the check does not confirm falls back to drawing every variate.
+
+_BLOCK = 1 << 20
+_MASK = (1 << 53) - 1
+_RAW_OK: dict[str, bool] = {}
 
 
 def _advance(gen, count: int, buf) -> None:
-    """Move ``gen`` past ``count`` Exp(1) float32 draws without computing them: on the CPU each
-    such draw takes 64 random bits in memory order, as one int64 ``random_`` draw does (checked
-    by :func:`_can_skip` before it is relied on)."""
+    """Move ``gen`` past ``count`` variates (64 bits each) without computing them."""
     while count > 0:
         k = min(count, buf.numel())
         buf[:k].random_(generator=gen)
         count -= k
 
 
-def _can_skip(device) -> bool:
-    """Whether noise rows can be skipped (:func:`_advance`) with exactly the stream of drawing
-    them, on this device and torch build (checked once, on blocks like the real ones); if not,
-    every chunk draws all its rows and the active ones are selected."""
+def _variates(bits):
+    """(float64, float32) Exp(1) variates of int64 raw draws, as ``exponential_`` computes them,
+    and whether each float32 value is certain: the float64 value could differ by an ulp from
+    the one torch's own ``log1p`` gives, so a value within 2 ulps of a float32 rounding
+    boundary is not (about 1 in 10^8)."""
+    import torch
+
+    u = (bits & _MASK).to(torch.float64) * 2.0 ** -53
+    d = -torch.log1p(-u)
+    f = d.to(torch.float32)
+    sure = (((d * (1 + 2.0 ** -51)).to(torch.float32) == f)
+            & ((d * (1 - 2.0 ** -51)).to(torch.float32) == f))
+    return f, sure
+
+
+def _raw_ok(device) -> bool:
+    """Whether raw draws reproduce ``exponential_`` on this device and torch build (checked
+    once, on a block larger than the ones used); if not, every variate is drawn."""
     import torch
 
     key = str(torch.device(device).type)
-    if key not in _CAN_SKIP:
+    if key not in _RAW_OK:
         ok = False
         try:
             gen = torch.Generator(device=device)
-            width = 3 * _SKIP_BLOCK // 2 + 7
+            width = _BLOCK + _BLOCK // 2 + 7
             gen.manual_seed(12345)
-            full = torch.empty((5, width), device=device).exponential_(1, generator=gen)
+            full = torch.empty((3, width), device=device).exponential_(1, generator=gen)
             end = gen.get_state()
-            buf = torch.empty(_SKIP_BLOCK, dtype=torch.int64, device=device)
+            buf = torch.empty(_BLOCK, dtype=torch.int64, device=device)
             gen.manual_seed(12345)
             _advance(gen, width, buf)
-            part = torch.empty((2, width), device=device).exponential_(1, generator=gen)
-            _advance(gen, 2 * width, buf)
-            ok = torch.equal(part, full[1:3]) and torch.equal(gen.get_state(), end)
+            raw = torch.empty(width, dtype=torch.int64, device=device).random_(generator=gen)
+            _advance(gen, width, buf)
+            f, sure = _variates(raw)
+            ok = (torch.equal(gen.get_state(), end) and bool(sure.any())
+                  and torch.equal(f[sure], full[1][sure]))
         except RuntimeError:
             ok = False
-        _CAN_SKIP[key] = ok
-        log.debug("sampling noise: inactive rows %s", "skipped" if ok else "drawn")
-    return _CAN_SKIP[key]
+        _RAW_OK[key] = ok
+        log.debug("sampling noise: %s", "raw draws" if ok else "every variate drawn")
+    return _RAW_OK[key]
 
 
 class _Chunk:
-    """One chunk's share of a joint decode: its rows, random stream and how it ended."""
+    """One chunk's share of a joint decode: its sequences' random stream and how it ended."""
 
-    def __init__(self, n: int, state, vocab: int, device, continue_stream: bool):
+    def __init__(self, n: int, state, vocab: int, device, followed: bool):
         import torch
 
         self.n = n
         self.vocab = vocab
+        self.device = device
         self.gen = torch.Generator(device=device)
         self.gen.set_state(state)
-        self.noise = torch.empty((n, vocab), dtype=torch.float32, device=device)
-        self.skip = _can_skip(device)
-        self.buf = torch.empty(_SKIP_BLOCK, dtype=torch.int64, device=device) if self.skip else None
-        self.continue_stream = continue_stream   # the next chunk starts where this one ends
+        self.raw = _raw_ok(device)
+        self.noise = torch.empty((n, vocab), dtype=torch.int64 if self.raw else torch.float32,
+                                 device=device)
+        self.buf = torch.empty(_BLOCK, dtype=torch.int64, device=device) if self.raw else None
+        self.followed = followed                 # a later chunk starts where this one ends
+        self.row_states = None                   # [step][row]: stream state (from plan())
+        self.final_state = None                  # after max_new_tokens steps (from plan())
+        self.where = []                          # per drawn row: (state, rows to skip)
         self.steps = 0                           # noise draws (the reference's decoding steps)
-        self.all_eos = True                      # every row ended with EOS
-        self.end_state = None
+        self.all_eos = True                      # every sequence ended with EOS
+        self.end = None
+
+    def plan(self, steps: int):
+        """Walk the stream ``steps`` whole steps ahead (the reference's run to max_new_tokens)
+        and return the state after them (the next chunk's start); with raw draws, keep the
+        state at each row's start, so that drawing needs no skipping later."""
+        start = self.gen.get_state()
+        if self.raw:
+            self.row_states = []
+            for _ in range(steps):
+                row = []
+                for _ in range(self.n):
+                    row.append(self.gen.get_state())
+                    _advance(self.gen, self.vocab, self.buf)
+                self.row_states.append(row)
+        else:
+            self.burn(steps)
+        self.final_state = self.gen.get_state()
+        self.gen.set_state(start)
+        return self.final_state
 
     def draw(self, rows: list[int]):
-        """One step's Exp(1) noise of the whole chunk, as ``torch.multinomial`` draws it; only
-        the ``rows`` (ascending chunk rows) are returned (and, where possible, computed)."""
+        """One step of the chunk's noise, as ``torch.multinomial`` draws it, for the ``rows``
+        (ascending chunk rows) only: raw int64 draws, or float32 variates without raw draws."""
         import torch
 
+        step = self.steps
         self.steps += 1
-        if len(rows) == self.n:
-            return self.noise.exponential_(1, generator=self.gen)
-        if not self.skip:
+        if not self.raw:
             self.noise.exponential_(1, generator=self.gen)
-            return self.noise.index_select(0, torch.tensor(rows, device=self.noise.device))
+            if len(rows) == self.n:
+                return self.noise
+            return self.noise.index_select(0, torch.tensor(rows, device=self.device))
+        self.where = []
         done = pos = 0
         while done < len(rows):
             start = done
             while done + 1 < len(rows) and rows[done + 1] == rows[done] + 1:
                 done += 1
             done += 1                            # rows[start:done] are consecutive
-            _advance(self.gen, (rows[start] - pos) * self.vocab, self.buf)
-            self.noise[start:done].exponential_(1, generator=self.gen)
+            if self.row_states is not None:
+                self.gen.set_state(self.row_states[step][rows[start]])
+            else:
+                _advance(self.gen, (rows[start] - pos) * self.vocab, self.buf)
+            state = self.gen.get_state()
+            self.where.extend((state, k) for k in range(done - start))
+            self.noise[start:done].random_(generator=self.gen)
             pos = rows[done - 1] + 1
-        _advance(self.gen, (self.n - pos) * self.vocab, self.buf)
+        if self.row_states is None:
+            _advance(self.gen, (self.n - pos) * self.vocab, self.buf)
         return self.noise[:len(rows)]
 
+    def exact(self, k: int):
+        """The float32 variates of the ``k``-th row of the last :meth:`draw`, drawn by
+        ``exponential_`` itself."""
+        import torch
+
+        state, skip = self.where[k]
+        gen = torch.Generator(device=self.device)
+        gen.set_state(state)
+        _advance(gen, skip * self.vocab, self.buf)
+        return torch.empty(self.vocab, device=self.device).exponential_(1, generator=gen)
+
     def burn(self, steps: int) -> None:
-        """Move the stream past ``steps`` more steps of the whole chunk (the reference's later
-        steps, or an earlier chunk's)."""
-        if self.skip:
+        """Move the stream past ``steps`` more steps of the whole chunk."""
+        if self.raw:
             _advance(self.gen, steps * self.n * self.vocab, self.buf)
         else:
             for _ in range(steps):
                 self.noise.exponential_(1, generator=self.gen)
+
+    def finish(self, max_new_tokens: int) -> None:
+        """Set ``end``: the stream state where the reference's next chunk starts."""
+        if self.final_state is not None and not self.all_eos:
+            self.end = self.final_state
+        elif self.row_states is not None:
+            self.end = (self.row_states[self.steps][0] if self.steps < len(self.row_states)
+                        else self.final_state)
+        else:
+            if self.followed and not self.all_eos:
+                # the reference would have gone on to max_new_tokens
+                self.burn(max_new_tokens - self.steps)
+            self.end = self.gen.get_state()
+
+
+def _pick(probs, rows: list[int], parts, exact) -> list[int]:
+    """``argmax(probs[rows[i]] / noise_i)`` for every sequence ``i`` (``torch.multinomial``'s
+    choice); ``parts``: (noise tensor, its first sequence) covering the sequences in order;
+    ``exact(i)``: sequence ``i``'s float32 variates drawn by ``exponential_``. Computed only
+    over each distinct row's tokens with non-zero probability: the others give 0 / noise = 0
+    and cannot win (the first maximum wins ties, in index order, in both). A sequence whose
+    noise holds an exact 0 (0 / 0 = NaN, which argmax picks) or an uncertain variate among its
+    candidates gets the whole row from ``exact``."""
+    import torch
+
+    device = probs.device
+    where: list[tuple[int, int]] = []
+    redo: list[bool] = []
+    for p, (noise, _) in enumerate(parts):
+        zero = ((noise & _MASK) == 0) if noise.dtype == torch.int64 else (noise == 0)
+        redo.extend(zero.any(dim=-1).tolist())
+        where.extend((p, k) for k in range(noise.shape[0]))
+    by_row: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_row.setdefault(r, []).append(i)
+    out = [0] * len(rows)
+    for r, seqs in by_row.items():
+        cand = (probs[r] > 0).nonzero().flatten()
+        sub = _gather(parts, [where[i] for i in seqs], cand)
+        if sub.dtype == torch.int64:
+            sub, sure = _variates(sub)
+            unsure = (~sure).any(dim=-1).tolist()
+        else:
+            unsure = [False] * len(seqs)
+        best = cand[(probs[r].index_select(0, cand)[None, :] / sub).argmax(dim=-1)].tolist()
+        for j, i in enumerate(seqs):
+            if redo[i] or unsure[j]:
+                q = exact(i) if parts[where[i][0]][0].dtype == torch.int64 \
+                    else parts[where[i][0]][0][where[i][1]]
+                out[i] = int((probs[r] / q).argmax())
+            else:
+                out[i] = best[j]
+    return out
+
+
+def _gather(parts, subs, cand):
+    """The ``cand`` columns of the rows ``subs`` ((part, row) pairs), in that order."""
+    import torch
+
+    out = []
+    p0 = None
+    ks: list[int] = []
+    for p, k in subs + [(None, None)]:
+        if p != p0 and ks:
+            idx = torch.tensor(ks, device=cand.device)
+            out.append(parts[p0][0].index_select(0, idx).index_select(1, cand))
+            ks = []
+        p0 = p
+        if k is not None:
+            ks.append(k)
+    return torch.cat(out) if len(out) > 1 else out[0]
 
 
 def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: list[_Chunk],
@@ -272,19 +412,25 @@ def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: 
             scores = w(None, scores)
         probs = torch.softmax(scores, dim=-1)
         # torch.multinomial(probs, 1) on each whole chunk: argmax(probs / Exp(1) noise)
-        parts, r = [], 0
+        parts, owners, r = [], [], 0
         while r < len(active):
             c = owner[active[r]]
             end = r
             while end < len(active) and owner[active[end]] == c:
                 end += 1
-            parts.append(chunks[c].draw([x - first[c] for x in active[r:end]]))
+            parts.append((chunks[c].draw([x - first[c] for x in active[r:end]]), r))
+            owners.append(c)
             r = end
-        noise = parts[0] if len(parts) == 1 else torch.cat(parts)
+        starts = [r for _, r in parts]
+
+        def exact(i, parts_at=starts, owners=owners):
+            import bisect
+
+            p = bisect.bisect_right(parts_at, i) - 1
+            return chunks[owners[p]].exact(i - parts_at[p])
+
         rows = [row_of[x] for x in active]
-        if probs.shape[0] > 1:
-            probs = probs.index_select(0, torch.tensor(rows, device=device))
-        picked = (probs / noise).argmax(dim=-1).tolist()
+        picked = _pick(probs, rows, parts, exact)
         stats["sampled_tokens"] += len(active)
         step += 1
         # next batch: one row per distinct (row, token) of the sequences that go on
@@ -318,10 +464,7 @@ def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: 
             cache.batch_select_indices(torch.tensor(parent, device=device))
     out = []
     for c, ch in enumerate(chunks):
-        if ch.continue_stream and not ch.all_eos:
-            # the reference would have gone on to max_new_tokens: the next chunk starts there
-            ch.burn(max_new_tokens - ch.steps)
-        ch.end_state = ch.gen.get_state()
+        ch.finish(max_new_tokens)
         out.append(tokenizer.batch_decode(tokens[first[c]:first[c] + ch.n],
                                           skip_special_tokens=True))
     return out
@@ -351,11 +494,9 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
         # rows end with EOS first; assume the former (checked below)
         chunks = []
         for j, n in enumerate(group):
-            chunks.append(_Chunk(n, state, vocab, device, continue_stream=i + j + 1 < len(sizes)))
+            chunks.append(_Chunk(n, state, vocab, device, followed=i + j + 1 < len(sizes)))
             if j < len(group) - 1:
-                ahead = _Chunk(n, state, vocab, device, continue_stream=True)
-                ahead.burn(max_new_tokens)
-                state = ahead.gen.get_state()
+                state = chunks[-1].plan(max_new_tokens)
         done = _decode(model, tokenizer, len(ids), cache, logits, chunks, warpers,
                        max_new_tokens, eos, stop, stats)
         first_in_group = i
@@ -363,8 +504,8 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
             texts.extend(chunk_texts)
             i += 1
             prog.update(ch.n)
-            state = ch.end_state
-            if ch.continue_stream and ch.all_eos and ch.steps < max_new_tokens:
+            state = ch.end
+            if ch.followed and ch.all_eos and ch.steps < max_new_tokens:
                 # the next chunk starts earlier in the stream: decode the rest again
                 stats["redecoded_chunks"] += len(group) - (i - first_in_group)
                 break
@@ -378,9 +519,10 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
     """Return ``num_samples`` decoded continuations (prompt excluded) for each prompt.
 
     ``stop``: a regular expression (``str`` or compiled) or a list of stop strings; a sequence
-    ends with the token after which its decoded text first contains a match (the returned text then runs to the end of that
-    token; cut it at the match yourself). ``chunk``: sequences that share one random draw per
-    step (the reference's ``num_return_sequences``; changing it changes the samples);
+    ends with the token after which its decoded text first contains a match (the returned text
+    runs to the end of that token; cut it at the match yourself). ``chunk``: sequences that
+    share one random draw per step (the reference's ``num_return_sequences``; changing it
+    changes the samples);
     ``max_batch``: the most sequences decoded together (whole chunks of one prompt; memory).
     ``stats`` (a dict) receives the counts of the run: ``prompt_tokens`` (prefill, batch 1, once
     per prompt), ``decode_tokens`` (forward-pass rows after the prefill), ``sampled_tokens``
