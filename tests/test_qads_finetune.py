@@ -150,15 +150,18 @@ def _article(title, qas):
          "is_impossible": not ans} for qid, ans in qas]}]}
 
 
-def test_parse_domains_round_trips_the_domains_cell():
-    from csbench.qads.domains import NO_DOMAIN, parse_domains, top_domain_by_article
+def test_top_domain_column_and_lookup():
+    from csbench.qads.domains import NO_DOMAIN, article_domains, top_domain_by_article
 
-    assert parse_domains("military (14), church_service (2)") == [("military", 14), ("church_service", 2)]
-    assert parse_domains("") == [] and parse_domains(float("nan")) == []
-    with pytest.raises(ValueError, match="not a domains cell"):
-        parse_domains("military 14")
-    table = pd.DataFrame({"title": ["A", "B"], "domains": ["law (3), art (1)", ""]})
+    questions = pd.DataFrame({"title": ["A", "A", "B"], "id": ["a1", "a2", "b1"]})
+    subs = pd.DataFrame({"id": ["a1", "a1", "a2", "b1"],
+                         "domains": [["law.n.01"], ["art.n.01"], ["law.n.01"], []]})
+    table = article_domains(questions, subs, sample=10)
+    assert table["domains"].tolist() == ["law (2), art (1)", ""]
+    assert table["top_domain"].tolist() == ["law", NO_DOMAIN]
     assert top_domain_by_article(table) == {"A": "law", "B": NO_DOMAIN}
+    with pytest.raises(ValueError, match="forcerun qads_domains"):
+        top_domain_by_article(table.drop(columns="top_domain"))
 
 
 def test_by_domain_scores_pooled_folds_per_article_domain():

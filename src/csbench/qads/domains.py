@@ -2,7 +2,6 @@
 their disambiguated words (the chosen synset and its hypernym closure), rank by frequency."""
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import pandas as pd
@@ -25,7 +24,8 @@ def synset_domains(synset) -> list[str]:
 
 def article_domains(questions: pd.DataFrame, subs: pd.DataFrame, sample: int = 100,
                     seed: int = 0, top: int = 2) -> pd.DataFrame:
-    """One row per article: title, questions sampled, words with a domain, top domains + counts.
+    """One row per article: title, questions sampled, words with a domain, top domains + counts
+    (``"law (3), art (1)"``, for reading) and ``top_domain`` (the first, or :data:`NO_DOMAIN`).
 
     ``subs`` is the substitutions table (its ``domains`` column holds each word's domains).
     """
@@ -42,33 +42,19 @@ def article_domains(questions: pd.DataFrame, subs: pd.DataFrame, sample: int = 1
                 counts.update(doms)
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         rows.append({"title": title, "questions": len(picked), "words_with_domain": n_words,
-                     "domains": ", ".join(f"{d.split('.')[0]} ({c})" for d, c in ranked)})
-    return pd.DataFrame(rows, columns=["title", "questions", "words_with_domain", "domains"])
+                     "domains": ", ".join(f"{d.split('.')[0]} ({c})" for d, c in ranked),
+                     "top_domain": ranked[0][0].split(".")[0] if ranked else NO_DOMAIN})
+    return pd.DataFrame(rows, columns=["title", "questions", "words_with_domain", "domains",
+                                       "top_domain"])
 
 
-_DOMAIN_CELL = re.compile(r"\s*([^,()]+?) \((\d+)\)\s*(?:,|$)")
 NO_DOMAIN = "(no domain)"
 
 
-def parse_domains(cell) -> list[tuple[str, int]]:
-    """The ``domains`` cell of :func:`article_domains` (``"military (14), church_service (2)"``)
-    back into ``[(domain, count), ...]``; an empty cell (no word with a domain) gives ``[]``."""
-    if cell is None or (isinstance(cell, float) and cell != cell) or not str(cell).strip():
-        return []
-    text, out, pos = str(cell), [], 0
-    while pos < len(text):
-        m = _DOMAIN_CELL.match(text, pos)
-        if not m:
-            raise ValueError(f"not a domains cell (name (count), ...): {text!r}")
-        out.append((m.group(1), int(m.group(2))))
-        pos = m.end()
-    return out
-
-
 def top_domain_by_article(domains: pd.DataFrame) -> dict[str, str]:
-    """Article title -> its most frequent domain (:data:`NO_DOMAIN` when none was found)."""
-    out = {}
-    for title, cell in zip(domains["title"], domains["domains"]):
-        parsed = parse_domains(cell)
-        out[str(title)] = parsed[0][0] if parsed else NO_DOMAIN
-    return out
+    """Article title -> its most frequent domain (the ``top_domain`` column of
+    :func:`article_domains`; :data:`NO_DOMAIN` when none was found)."""
+    if "top_domain" not in domains.columns:
+        raise ValueError("the domains table has no top_domain column (written by an older csbench); "
+                         "rebuild it: snakemake --forcerun qads_domains")
+    return {str(t): str(d) for t, d in zip(domains["title"], domains["top_domain"])}
