@@ -274,3 +274,52 @@ def test_plan_chunks_covers_rows_once_and_cuts_padding():
     assert 1 < len(chunks) < len(sizes) and padded < 0.5 * len(sizes) * max(sizes)
     assert plan_chunks([5, 5, 5], penalty=16) == [[0, 1, 2]]
     assert plan_chunks([], penalty=16) == []
+
+
+HEADER = "Answer with yes or no.\n\n"
+QUESTIONS = ["Can a cat climb a tall tree in the garden", "Would water boil on a cold mountain top",
+             "Is a violin louder than a drum in a small room", "Do penguins fly south every winter",
+             "Should bread be kept in the freezer for weeks", "Are most rivers saltier than the sea",
+             "Will ice melt faster in the sun than in shade", "Could a horse outrun a train",
+             "Does paper burn more easily than wet wood"]
+HEADED = [(HEADER + f"{q}, or not? Think about it.\nAnswer:", (" yes", " no")[i % 2])
+          for i, q in enumerate(QUESTIONS)]
+
+
+@pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_neox_dir"])
+def test_common_header_runs_once_per_batch(fixture, request):
+    """Prompts that differ after a shared instruction header (not enough for a prefix group):
+    each batch runs the header once through the KV cache, with the same numbers."""
+    d = request.getfixturevalue(fixture)
+    plain = LMScorer(d, device="cpu", batch_size=4, share_prefix=False)
+    shared = LMScorer(d, device="cpu", batch_size=4)
+    a, b = plain.loglikelihood(HEADED), shared.loglikelihood(HEADED)
+    assert all(abs(x[0] - y[0]) <= 1e-5 and x[1] == y[1] for x, y in zip(a, b))
+    assert shared.stats["forward_tokens"] < plain.stats["forward_tokens"]
+    for (c, x), (lp, n) in zip(HEADED, b):
+        assert abs(lp - naive(shared, c, x)[0]) <= 1e-5
+    off = LMScorer(d, device="cpu", batch_size=4, min_common_prefix=10_000)
+    assert off.loglikelihood(HEADED)
+    assert shared.stats["forward_tokens"] < off.stats["forward_tokens"] <= plain.stats["forward_tokens"]
+
+
+def test_cached_scoring_commits_in_chunks(tiny_lm_dir, tmp_path, monkeypatch):
+    """A job killed mid-way keeps the chunks it finished; the rerun scores only the rest and
+    gets the numbers of an uninterrupted run."""
+    whole = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "a", commit_every=3)
+    ref = whole.loglikelihood(HEADED)
+    killed = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "b", commit_every=3)
+    real, calls = killed._score_encoded, []
+
+    def dies_on_third_chunk(enc):
+        calls.append(len(enc))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(enc)
+
+    monkeypatch.setattr(killed, "_score_encoded", dies_on_third_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        killed.loglikelihood(HEADED)
+    again = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "b", commit_every=3)
+    assert again.loglikelihood(HEADED) == ref
+    assert again.stats["cached"] == 6 and again.stats["unique"] == len(HEADED) - 6 > 0

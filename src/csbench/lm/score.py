@@ -46,7 +46,8 @@ class LMScorer(Scorer):
                  batch_size: int | str = "auto", max_batch_size: int = 256,
                  cache_dir: str | Path | None = None, add_bos_token: bool | None = None,
                  max_length: int | None = None, share_prefix: bool = True,
-                 min_shared_prefix: int = 4):
+                 min_shared_prefix: int = 4, min_common_prefix: int = 8,
+                 commit_every: int = 1024):
         import torch
 
         from ..models import load_causal_lm, pick_dtype
@@ -65,6 +66,13 @@ class LMScorer(Scorer):
         self.add_bos_token = add_bos_token
         self.share_prefix = share_prefix
         self.min_shared_prefix = max(1, int(min_shared_prefix))
+        # A batch whose rows all start with the same >= min_common_prefix tokens (an instruction
+        # header) runs that prefix once, through the KV-cache path.
+        self.min_common_prefix = max(1, int(min_common_prefix))
+        # With a cache, requests are scored and committed in chunks of this many, so a job killed
+        # mid-way keeps what it finished (chunks are cut from the request list, before the cache
+        # lookup, so a resumed run forms the same batches).
+        self.commit_every = max(1, int(commit_every))
         cfg = self.model.config
         self.max_length = max_length or next(
             (getattr(cfg, a) for a in ("max_position_embeddings", "n_positions", "n_ctx")
@@ -166,7 +174,15 @@ class LMScorer(Scorer):
         gc_was = gc.isenabled()
         gc.disable()
         try:
-            return super().loglikelihood(requests, keys)
+            requests = list(requests)
+            n = self.commit_every if self.cache is not None else len(requests)
+            if len(requests) <= n:
+                return super().loglikelihood(requests, keys)
+            out: list[tuple[float, int]] = []
+            for i in range(0, len(requests), n):
+                out += super().loglikelihood(requests[i:i + n],
+                                             None if keys is None else list(keys)[i:i + n])
+            return out
         finally:
             if gc_was:
                 gc.enable()
@@ -358,8 +374,30 @@ class LMScorer(Scorer):
             return self._base_call(input_ids, keep=keep, use_cache=False).last_hidden_state
         return self.model(input_ids=input_ids, use_cache=False).logits
 
+    def _common_prefix(self, batch: list[Row]) -> int:
+        """Tokens that every row of ``batch`` starts with, before any scored position, when
+        running them once pays (>= ``min_common_prefix`` and >= 1/16 of the mean row); else 0."""
+        if not (self.share_prefix and self._partial_logits) or len(batch) < 2:
+            return 0
+        n = min(start for r in batch for _, start, _ in r.members)
+        first = batch[0].tokens
+        for r in batch[1:]:
+            n = min(n, lcp(first, r.tokens))
+            if n < self.min_common_prefix:
+                return 0
+        mean = sum(len(r.tokens) for r in batch) / len(batch)
+        return n if 16 * n >= mean else 0
+
     def _run_batch(self, batch: list[Row], out) -> None:
         import torch
+
+        plen = self._common_prefix(batch)
+        if plen:
+            try:
+                return self._run_shared_kv(plen, [batch], out)
+            except (AttributeError, NotImplementedError, TypeError) as exc:
+                log.warning("common-prefix KV cache unsupported by this model (%s); disabled", exc)
+                self.share_prefix = False
 
         width = max(len(r.tokens) for r in batch)
         ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
