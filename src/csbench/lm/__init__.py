@@ -53,7 +53,7 @@ positions (its keys/values at all positions are captured from the layer itself, 
 :mod:`csbench.lm.lastlayer`; checked once per model against a full pass); transformers' Python
 tanh-GELU is swapped for the fused kernel of the same formula.
 Results do not depend on batch size or order (fp32: |difference| <= 1e-5 on the test models,
-<= 2e-5 on SmolLM2 and Gemma-3; the log-softmax is always computed in fp32).
+<= 3e-5 on SmolLM2 and Gemma-3 (bench/twentyq_header.py); the log-softmax is always computed in fp32).
 With a cache, requests are scored and committed in chunks of ``commit_every=1024`` (cut from the
 request list before the cache lookup, so a resumed run forms the same batches): a job killed
 mid-way keeps every finished chunk.
