@@ -323,3 +323,20 @@ def test_cached_scoring_commits_in_chunks(tiny_lm_dir, tmp_path, monkeypatch):
     again = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "b", commit_every=3)
     assert again.loglikelihood(HEADED) == ref
     assert again.stats["cached"] == 6 and again.stats["unique"] == len(HEADED) - 6 > 0
+
+
+def test_cpu_auto_batches_hold_fewer_long_rows(tiny_lm_dir, monkeypatch):
+    """CPU, automatic batch size: long rows count by their tokens (same numbers as one per batch)."""
+    import csbench.lm.score as S
+
+    monkeypatch.setattr(S, "CPU_ROW_TOKENS", 10)
+    s = LMScorer(tiny_lm_dir, device="cpu", share_prefix=False)
+    sizes = []
+    real = s._run_batch
+    monkeypatch.setattr(s, "_run_batch", lambda b, out: (sizes.append(len(b)), real(b, out)))
+    got = s.loglikelihood(HEADED)
+    assert max(sizes) <= 8  # rows of 39-47 tokens count 3.9-4.7 of the 32
+    ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=1, share_prefix=False).loglikelihood(HEADED)
+    assert all(abs(x[0] - y[0]) <= 1e-5 and x[1] == y[1] for x, y in zip(got, ref))
+    fixed = LMScorer(tiny_lm_dir, device="cpu", batch_size=32)
+    assert fixed._row_weight(S.Row(list(range(500)))) == 1

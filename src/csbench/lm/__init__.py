@@ -37,7 +37,8 @@ an empty context is replaced by the end-of-text token. Sequences longer than the
 are left-truncated.
 
 Speed: requests are tokenised in one batched call (each distinct text once), sorted by length
-(longest first) and batched (right padding, no padding inside the real tokens); the final hidden
+(longest first) and batched (right padding, no padding inside the real tokens; on CPU with the
+automatic batch size a batch holds at most 32 rows and about 3,200 tokens); the final hidden
 states are projected to the vocabulary only at the continuation positions (never a
 full-vocabulary log-softmax over every position); requests that share a context and have
 single-token continuations are answered from one forward pass; requests that share a token prefix
