@@ -180,13 +180,12 @@ class LMScorer(Scorer):
         gc.disable()
         try:
             requests = list(requests)
+            keys = None if keys is None else list(keys)
             n = self.commit_every if self.cache is not None else len(requests)
-            if len(requests) <= n:
-                return super().loglikelihood(requests, keys)
             out: list[tuple[float, int]] = []
-            for i in range(0, len(requests), n):
+            for i in range(0, max(len(requests), 1), max(n, 1)):
                 out += super().loglikelihood(requests[i:i + n],
-                                             None if keys is None else list(keys)[i:i + n])
+                                             None if keys is None else keys[i:i + n])
             return out
         finally:
             if gc_was:
