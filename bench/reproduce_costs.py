@@ -2,9 +2,12 @@
 (`.snakemake/log/*.snakemake.log`: the start and finish time of each job id), CPU seconds and peak
 memory from the rules' benchmark files where they have one. Resumed runs (several logs) are
 summed; a job started in one log and not finished there (killed) counts in the log that finished it.
+A job that finished more than once (the same rule and wildcards rerun after a fix or a `--forcerun`)
+counts once, its last run; the earlier runs are listed as superseded (`--all-runs` counts them too).
 
     .venv/bin/python bench/reproduce_costs.py /path/to/run            # a table of rules by wall time
     .venv/bin/python bench/reproduce_costs.py /path/to/run --jobs     # one row per job
+    .venv/bin/python bench/reproduce_costs.py /path/to/run --all-runs # count superseded runs too
     .venv/bin/python bench/reproduce_costs.py /path/to/run --json out.json
 """
 from __future__ import annotations
@@ -70,7 +73,19 @@ def read_benchmark(run: Path, rel: str | None) -> dict:
     return out
 
 
-def costs(run: Path) -> tuple[list[dict], list[dict], list[float]]:
+def latest_runs(jobs: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The last finished run of each (rule, wildcards) and the earlier runs it superseded."""
+    latest: dict[tuple[str, str], dict] = {}
+    superseded = []
+    for j in sorted(jobs, key=lambda j: j["end"]):
+        key = (j["rule"], j["wildcards"])
+        if key in latest:
+            superseded.append(latest[key])
+        latest[key] = j
+    return list(latest.values()), superseded
+
+
+def costs(run: Path, all_runs: bool = False) -> tuple[list[dict], list[dict], list[float], list[dict]]:
     jobs, spans = [], []
     for log in sorted((run / ".snakemake" / "log").glob("*.snakemake.log")):
         log_jobs, span = parse_log(log)
@@ -81,6 +96,9 @@ def costs(run: Path) -> tuple[list[dict], list[dict], list[float]]:
             j["wall_s"] = (j["end"] - j["start"]).total_seconds()
             j.update(read_benchmark(run, j["benchmark"]))
             jobs.append(j)
+    superseded: list[dict] = []
+    if not all_runs:
+        jobs, superseded = latest_runs(jobs)
     by_rule: dict[str, dict] = {}
     for j in jobs:
         r = by_rule.setdefault(j["rule"], {"rule": j["rule"], "jobs": 0, "wall_s": 0.0, "cpu_s": 0.0,
@@ -92,19 +110,22 @@ def costs(run: Path) -> tuple[list[dict], list[dict], list[float]]:
             r["benchmarked"] += 1
             r["max_rss_mb"] = max(r["max_rss_mb"], j.get("max_rss_mb", 0.0))
     rules = sorted(by_rule.values(), key=lambda r: -r["wall_s"])
-    return jobs, rules, spans
+    return jobs, rules, spans, superseded
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, nargs="?", default=Path("."))
     ap.add_argument("--jobs", action="store_true", help="one row per job instead of per rule")
+    ap.add_argument("--all-runs", action="store_true",
+                    help="count every finished run of a job, not only its last")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args(argv)
-    jobs, rules, spans = costs(a.run)
+    jobs, rules, spans, superseded = costs(a.run, a.all_runs)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"rules": rules, "jobs": jobs}, indent=1, default=str) + "\n")
+        a.json.write_text(json.dumps({"rules": rules, "jobs": jobs, "superseded": superseded},
+                                     indent=1, default=str) + "\n")
     if a.jobs:
         print("| rule | wildcards | wall s | CPU s | peak RSS MB |\n|---|---|---|---|---|")
         for j in sorted(jobs, key=lambda j: -j["wall_s"]):
@@ -124,6 +145,11 @@ def main(argv=None):
     print(f"\nSnakemake wall time: {sum(spans):,.0f} s over {len(spans)} log(s) "
           f"({', '.join(f'{s:,.0f}' for s in spans)}); jobs run side by side, so the sum of job "
           "wall times can exceed it.")
+    if superseded:
+        print(f"\nNot counted above ({len(superseded)} earlier run(s) of a job that ran again; "
+              "--all-runs counts them): " + "; ".join(
+                  f"{j['rule']} {j['wildcards']} {j['wall_s']:,.0f} s ({j['log']})".replace("  ", " ")
+                  for j in superseded))
 
 
 if __name__ == "__main__":
