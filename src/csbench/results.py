@@ -418,9 +418,12 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
     order = {"original": 0, "one": 1, "all": 2}
     df["_q"] = df["questions"].map(lambda q: order.get(q, 9))
     df = df.sort_values(["model", "training", "_q", "questions"]).drop(columns="_q")
-    base = df[df["questions"] == "original"].set_index(["model", "training"])["f1"]
-    df["f1_minus_original"] = [
-        r.f1 - base.get((r.model, r.training), float("nan")) for r in df.itertuples()]
+    orig = df[df["questions"] == "original"].set_index(["model", "training"])
+    for col, out in (("f1", "f1_minus_original"), ("HasAns_f1", "hasans_f1_minus_original")):
+        if col not in df:
+            continue
+        df[out] = [v - orig[col].get((m, t), float("nan"))
+                   for v, m, t in zip(df[col], df["model"], df["training"])]
     return df.reset_index(drop=True)
 
 
@@ -430,11 +433,18 @@ def qads_qa_markdown(df: pd.DataFrame) -> str:
         "n": df["n"].map(lambda v: _num(v, 0)), "EM": df["exact"].map(_num), "F1": df["f1"].map(_num),
         "HasAns EM": df["HasAns_exact"].map(_num), "HasAns F1": df["HasAns_f1"].map(_num),
         "NoAns EM": df["NoAns_exact"].map(_num),
-        "F1 − original": df["f1_minus_original"].map(lambda v: _num(v, 1))})
+        "F1 − original": df["f1_minus_original"].map(lambda v: _num(v, 1)),
+        "HasAns F1 − original": df.get("hasans_f1_minus_original",
+                                       pd.Series(float("nan"), index=df.index)).map(
+                                           lambda v: _num(v, 1))})
     return ("Official SQuAD 2.0 metric (EM and F1 in %) on the original questions and the QADS sets "
             "(`one`: one word replaced by a synonym, `all`: every replaceable word); fine-tuned rows "
-            "pool the held-out predictions of every article fold. `F1 − original` is the synonym "
-            "effect in points." + _random_note(df) + "\n\n" + markdown_table(show))
+            "pool the held-out predictions of every article fold. `F1 − original` and `HasAns F1 − "
+            "original` are the synonym effect in points, over all questions and over the answerable "
+            "ones: the overall F1 also counts the unanswerable questions, where a model that "
+            "abstains more often on the rewritten questions gains, so the answerable-only change is "
+            "the one to compare with a drop in answering." + _random_note(df) + "\n\n"
+            + markdown_table(show))
 
 
 def qads_qa_domains_table(paths: list[str]) -> pd.DataFrame:
