@@ -108,6 +108,19 @@ def test_report_builds(demo_run):
     assert len(html) > 10_000
 
 
+def test_report_captions_render_as_plain_text():
+    """Every caption is reStructuredText rendered by docutils for the report: no docutils warnings,
+    and no link the text did not mean (``Answers@1/3`` renders as a mailto: link unless quoted)."""
+    from docutils.core import publish_parts
+
+    captions = sorted((REPO / "workflow" / "report").glob("*.rst"))
+    assert captions
+    for rst in captions:
+        html = publish_parts(rst.read_text(), writer_name="html",
+                             settings_overrides={"report_level": 5})["body"]
+        assert "<a " not in html and "system-message" not in html, (rst.name, html[:400])
+
+
 def test_lint_is_clean():
     proc = subprocess.run([SNAKEMAKE, "--lint", "--snakefile", str(REPO / "Snakefile"),
                            "--directory", str(REPO)], capture_output=True, text=True,
