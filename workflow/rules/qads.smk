@@ -147,6 +147,11 @@ rule qads_domains:
         "../scripts/qads_domains.py"
 
 
+# qads.qa.mem_mb times the attempt: a job retried (profiles/slurm sets `retries: 1`) after being
+# killed for memory asks for more. A resource, not a param: changing it reruns nothing.
+QA_MEM_MB = lambda wc, attempt: QD["qa"]["mem_mb"] * attempt  # noqa: E731
+
+
 rule qads_predict:
     input:
         questions=[QADS_JSON[s] for s in QADS_SETS],
@@ -162,7 +167,7 @@ rule qads_predict:
         "benchmarks/qads/predict/{model}.tsv"
     threads: 2
     resources:
-        mem_mb=QD["qa"]["mem_mb"],
+        mem_mb=QA_MEM_MB,
         gpu=QADS_GPU,
     conda:
         "../../envs/lm.yaml"
@@ -226,7 +231,7 @@ rule qads_finetune_fold:
         f"benchmarks/qads/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.tsv"
     threads: 2
     resources:
-        mem_mb=QD["qa"]["mem_mb"],
+        mem_mb=QA_MEM_MB,
         gpu=QADS_GPU,
     conda:
         "../../envs/lm.yaml"
