@@ -148,7 +148,8 @@ def main(argv=None):
     if superseded:
         print(f"\nNot counted above ({len(superseded)} earlier run(s) of a job that ran again; "
               "--all-runs counts them): " + "; ".join(
-                  f"{j['rule']} {j['wildcards']} {j['wall_s']:,.0f} s ({j['log']})".replace("  ", " ")
+                  " ".join(filter(None, (j["rule"], j["wildcards"])))
+                  + f" {j['wall_s']:,.0f} s ({j['log']})"
                   for j in superseded))
 
 

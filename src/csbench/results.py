@@ -434,9 +434,7 @@ def qads_qa_markdown(df: pd.DataFrame) -> str:
         "HasAns EM": df["HasAns_exact"].map(_num), "HasAns F1": df["HasAns_f1"].map(_num),
         "NoAns EM": df["NoAns_exact"].map(_num),
         "F1 − original": df["f1_minus_original"].map(lambda v: _num(v, 1)),
-        "HasAns F1 − original": df.get("hasans_f1_minus_original",
-                                       pd.Series(float("nan"), index=df.index)).map(
-                                           lambda v: _num(v, 1))})
+        "HasAns F1 − original": df["hasans_f1_minus_original"].map(lambda v: _num(v, 1))})
     return ("Official SQuAD 2.0 metric (EM and F1 in %) on the original questions and the QADS sets "
             "(`one`: one word replaced by a synonym, `all`: every replaceable word); fine-tuned rows "
             "pool the held-out predictions of every article fold. `F1 − original` and `HasAns F1 − "
