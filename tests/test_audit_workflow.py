@@ -2,14 +2,19 @@
 import pytest
 
 from csbench.audit import workflow as aw
-from csbench.config import ConfigError, check_schema_documented
+from csbench.config import ConfigError, check_schema_documented, validate
 from csbench.twentyq import workflow as tw
+
+
+def validated(cfg, repo):
+    """The config as the Snakefile sees it: validated once, defaults filled."""
+    return validate(cfg, repo / "workflow/schemas/config.schema.yaml")
 
 
 def test_builtin_override_keeps_other_settings(repo):
     cfg = {"audits": {"csqa2": {"top_k": 5}, "com2sense": {"enabled": False},
                       "mine": {"train": "a.tsv", "test": "b.tsv", "text_fields": ["q"]}}}
-    a = aw.audit_config(cfg, repo / "workflow/schemas")
+    a = aw.audit_config(validated(cfg, repo))
     assert a["csqa2"]["train"] == "csqa2:train" and a["csqa2"]["top_k"] == 5
     assert a["mine"]["search"] == "exact" and a["mine"]["short_field"] is None
     assert set(aw.enabled(a)) == {"csqa2", "mine", "twentyq"}
@@ -22,13 +27,13 @@ def test_builtin_override_keeps_other_settings(repo):
 
 def test_user_audit_needs_tables_and_typos_fail(repo):
     with pytest.raises(ValueError, match="audits.mine"):
-        aw.audit_config({"audits": {"mine": {"text_fields": ["q"]}}}, repo / "workflow/schemas")
+        aw.audit_config(validated({"audits": {"mine": {"text_fields": ["q"]}}}, repo))
     with pytest.raises(ConfigError, match="serch"):
-        aw.audit_config({"audits": {"csqa2": {"serch": "ivf"}}}, repo / "workflow/schemas")
+        validated({"audits": {"csqa2": {"serch": "ivf"}}}, repo)
 
 
 def test_twentyq_section_defaults(repo):
-    tq = tw.section({}, repo / "workflow/schemas")
+    tq = validated({}, repo)["twentyq"]
     assert tq["split"]["n_train_questions"] == 500 and tq["split"]["n_test"] == 2500
     assert tq["split"]["max_similarity"] == 0.8 and tq["clean"]["min_score"] == 3
     assert tw.scoring_models(tq, {"a": "x", "b": "y"}) == ["a", "b"]

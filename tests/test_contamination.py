@@ -291,12 +291,13 @@ def test_short_probes_and_right_anchored_parts():
 def test_workflow_plan_on_demo_config(repo, monkeypatch):
     import yaml
 
+    from csbench.config import validate
     from csbench.contamination.workflow import Plan
 
     monkeypatch.chdir(repo)
     cfg = yaml.safe_load((repo / "resources/demo/config.yaml").read_text())
     cfg["tasks"] = ["contamination"]
-    plan = Plan(cfg, str(repo / "workflow/schemas/contamination.schema.yaml"))
+    plan = Plan(validate(cfg, repo / "workflow/schemas/config.schema.yaml"))
     assert plan.cfg["ngram"]["n"] == 13 and plan.cfg["batch_kb"] == 256   # defaults filled
     web = plan.shards[("web", "lexical")]
     assert len(web) > 2 and any(start > 0 for s in web for _, start, _ in s)   # byte ranges

@@ -138,6 +138,23 @@ def validate(config: dict, schema_path: str | Path) -> dict:
     return config
 
 
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+_DEFAULTS: dict | None = None
+
+
+def default(key: str):
+    """The schema's default of a config key (``"qads.generation.min_zipf"``, or a section such as
+    ``"lm"``): library functions called without a config (tests, benchmarks) take their defaults
+    from here, so defaults live only in the schema."""
+    global _DEFAULTS
+    if _DEFAULTS is None:
+        _DEFAULTS = validate({}, SCHEMA)
+    node = _DEFAULTS
+    for part in key.split("."):
+        node = node[part]
+    return copy.deepcopy(node)
+
+
 def check_schema_documented(schema_path: str | Path) -> list[str]:
     """Return the property paths that lack a default or a description (for tests)."""
     problems: list[str] = []
@@ -169,7 +186,7 @@ def main(argv=None) -> int:
     import sys
 
     argv = sys.argv[1:] if argv is None else argv
-    schema = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+    schema = SCHEMA
     status = 0
     for p in argv:
         try:

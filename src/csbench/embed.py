@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -18,6 +19,12 @@ import numpy as np
 from .models import provenance, resolve
 
 log = logging.getLogger(__name__)
+
+
+def embed_cache_dir(config: dict) -> str:
+    """The embedding cache directory under the config's ``cache_dir`` (where the workflow's jobs
+    share vectors; a cache location cannot change a vector, so it is no rule's param)."""
+    return os.path.join(config["cache_dir"], "embeddings")
 
 
 def text_key(text: str) -> str:

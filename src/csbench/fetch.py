@@ -75,23 +75,31 @@ def _verify(tmp: Path, final: Path, expected: str | None, origin: str) -> str:
     return actual
 
 
+def mirror_file(mirror: str | Path, source: str, name: str) -> Path | None:
+    """The file a mirror holds for ``<source>/<name>``: ``<mirror>/<source>/<name>``, else its
+    ``.gz``; None when it has neither. The download rules take it as an input, so editing a
+    mirror file reruns its download (and what reads it)."""
+    plain = Path(mirror) / source / name
+    gz = plain.with_name(plain.name + ".gz")
+    return plain if plain.exists() else gz if gz.exists() else None
+
+
 def copy_from_mirror(mirror: str | Path, source: str, name: str, dest: str | Path,
                      expected: str | None) -> str:
     """Copy ``<mirror>/<source>/<name>`` (or ``.gz``) to ``dest``; verify; return the sha256."""
     plain = Path(mirror) / source / name
     gz = plain.with_name(plain.name + ".gz")
+    origin = mirror_file(mirror, source, name)
     dest = Path(dest)
     with atomic_path(dest) as tmp:
-        if plain.exists():
+        if origin == plain:
             shutil.copyfile(plain, tmp)
-            origin = plain
-        elif gz.exists():
+        elif origin == gz:
             try:
                 with gzip.open(gz, "rb") as src:
                     _copy_limited(src, tmp, MAX_MEMBER_BYTES, gz, name)
             except (OSError, EOFError, zlib.error) as exc:
                 raise InputError(gz, f"corrupt gzip file ({exc})") from None
-            origin = gz
         else:
             raise InputError(
                 plain, f"missing from the mirror (also tried {gz.name}); expected sha256 "

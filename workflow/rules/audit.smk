@@ -4,7 +4,7 @@
 import csbench.audit.workflow as _auw
 
 AUDIT = _auw.ROOT
-AUDITS = _auw.audit_config(config, os.path.join(workflow.basedir, "workflow", "schemas"))
+AUDITS = _auw.audit_config(config)
 AUDIT_NAMES = _auw.enabled(AUDITS)
 AUDIT_INPUTS = _auw.inputs(AUDITS, csbench.data.SOURCES, data_table)
 AUDIT_METHODS = _auw.METHODS
@@ -22,9 +22,10 @@ rule audit_run:
         pairs=[report(f"{AUDIT}/{{name}}/top_pairs.{m}.tsv", caption=f"../report/audit_pairs.rst",
                       category="Audit", subcategory="{name}") for m in AUDIT_METHODS],
     params:
-        audit=lambda wc: AUDITS[wc.name],
+        # not `enabled` (which audits exist) nor the search block sizes (speed only)
+        audit=lambda wc: pick(AUDITS[wc.name], "train", "test", "id_field", "text_fields",
+                              "short_field", "methods", "top_k", "search", "trigram_max_df"),
         encoder=lambda wc: AUDITS[wc.name]["encoder"] or embedder_spec(),
-        cache=EMBED_CACHE,
         methods=AUDIT_METHODS,
     log:
         f"logs/audit/{{name}}.log",

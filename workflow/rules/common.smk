@@ -1,7 +1,7 @@
 # Shared helpers: wildcard constraints, path helpers and the target registry behind `rule all`.
 import csbench.data
 import csbench.runtime
-from csbench.fetch import wanted_files
+from csbench.fetch import mirror_file, wanted_files
 from csbench.modelspec import check_config_models
 
 
@@ -25,6 +25,14 @@ EMBED_CACHE = f"{CACHE}/embeddings"
 def raw_files(source):
     """Configured (not skipped) raw files of a source, as paths under results/raw."""
     return [f"{RAW}/{source}/{f}" for f in wanted_files(config["sources"][source])]
+
+
+def mirror_inputs(source):
+    """The mirror's files of a source's configured files (none without a mirror)."""
+    if not config["mirror"]:
+        return []
+    found = (mirror_file(config["mirror"], source, f) for f in wanted_files(config["sources"][source]))
+    return [str(p) for p in found if p is not None]
 
 
 def source_tables(source):
@@ -69,6 +77,24 @@ def model_spec(name):
     if name == "embedder":
         return config["models"]["embedder"]
     raise WorkflowError(f"model {name!r} is not configured under models.lm or models.qa")
+
+
+def pick(section, *keys):
+    """The settings of a config section that a rule's output depends on: a rule's ``params`` hold
+    exactly these (Snakemake reruns a job when a param changes). Settings that cannot change a
+    number (batch sizes, memory, threads, served timeouts, cache locations) stay out of params and
+    reach the script through ``snakemake.config``; each schema key says which rules depend on it
+    (``x-reruns``, docs/ARCHITECTURE.md)."""
+    return {k: section[k] for k in keys}
+
+
+def lm_result(name):
+    """The ``lm`` settings a causal LM's scores depend on: device and dtype for local weights,
+    none for a served model (its endpoint computes them)."""
+    spec = MODEL_SPECS.get(name)
+    if spec is not None and spec.kind == "openai":
+        return {}
+    return pick(config["lm"], "device", "dtype")
 
 
 def model_where(name):

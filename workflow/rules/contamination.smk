@@ -6,9 +6,7 @@ from csbench.contamination.items import BENCHMARKS as CONT_BENCHMARKS
 from csbench.contamination.workflow import Plan as _ContPlan
 
 CONT = "results/contamination"
-CONT_PLAN = _ContPlan(
-    config, os.path.join(str(workflow.current_basedir), "..", "schemas", "contamination.schema.yaml")
-)
+CONT_PLAN = _ContPlan(config)
 CONT_CFG = CONT_PLAN.cfg
 
 
@@ -42,9 +40,7 @@ rule contamination_scan:
         shard=lambda wc: CONT_PLAN.shard(wc.corpus, "lexical", wc.shard),
         corpus=lambda wc: CONT_CFG["corpora"][wc.corpus],
         methods=CONT_PLAN.lexical,
-        ngram=CONT_CFG["ngram"],
-        batch_bytes=CONT_CFG["batch_kb"] * 1024,
-        read_ahead=lambda wc: CONT_PLAN.read_ahead(wc.corpus, wc.shard),
+        ngram=pick(CONT_CFG["ngram"], "n", "min_words", "max_gap"),  # threshold: gather
     log:
         "logs/contamination/scan/{corpus}/lexical/{shard}.log",
     benchmark:
@@ -71,7 +67,7 @@ rule contamination_semantic:
     params:
         shard=lambda wc: CONT_PLAN.shard(wc.corpus, "semantic", wc.shard),
         corpus=lambda wc: CONT_CFG["corpora"][wc.corpus],
-        semantic=CONT_CFG["semantic"],
+        semantic=pick(CONT_CFG["semantic"], "max_docs", "min_words"),
         encoder=embedder_spec(),
     log:
         "logs/contamination/scan/{corpus}/semantic/{shard}.log",

@@ -23,11 +23,10 @@ rule protoqa_generate:
         ranked=f"{PROTOQA}/generated/{{model}}/ranked.json",
         meta=f"{PROTOQA}/generated/{{model}}/meta.json",
     params:
-        gen=PQ["generation"],
-        device=config["lm"]["device"],
-        dtype=config["lm"]["dtype"],
-        lm=config["lm"],
-        cache=f"{CACHE}/lm",
+        # not `enabled` / `models` (which jobs exist); `chunk` is part of the random stream
+        gen=pick(PQ["generation"], "num_samples", "temperature", "top_p", "max_new_tokens", "top",
+                 "seed", "chunk"),
+        lm=lambda wc: lm_result(wc.model),
     log:
         "logs/protoqa/generated/{model}.log",
     benchmark:
@@ -55,11 +54,11 @@ rule protoqa_eval:
         similarity="exact|wordnet|embedding",
         predictions=r"[A-Za-z0-9._-]+",
     params:
-        encoder=embedder_spec(),
-        cache_dir=EMBED_CACHE,
-        threshold=PQ["embedding_threshold"],
+        encoder=lambda wc: embedder_spec() if wc.similarity == "embedding" else None,
+        threshold=lambda wc: PQ["embedding_threshold"] if wc.similarity == "embedding" else None,
         missing=PQ["missing_questions"],
-        stopword_only_match=PQ["stopword_only_match"],
+        stopword_only_match=lambda wc: (PQ["stopword_only_match"] if wc.similarity == "wordnet"
+                                        else None),
     log:
         "logs/protoqa/eval/{predictions}/{similarity}.log",
     benchmark:

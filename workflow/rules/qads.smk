@@ -7,9 +7,9 @@ import csbench.qads.workflow as _qdw
 QADS = "results/qads"
 QD = config["qads"]  # defaults filled by the config validation in the Snakefile
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
-# The fine-tuning settings are left out of the other rules' params (no rerun when they change).
-# So are the verification settings (only the export / verify rules read them).
-QD_BASE = {k: v for k, v in QD.items() if k not in ("finetune", "verification")}
+# Each rule's params name the qads settings its output depends on (docs/ARCHITECTURE.md).
+# The WSD settings a disambiguation method reads (enhanced Lesk's weights; none for the others).
+QD_LESK = QD["wsd"]["enhanced_lesk"]
 QADS_GPU = device_gpus(QD["qa"]["device"])  # common.smk
 
 
@@ -32,10 +32,9 @@ rule qads_wsd_eval:
     output:
         report(f"{QADS}/wsd_eval.tsv", caption="../report/qads_wsd_eval.rst", category="QADS"),
     params:
-        qads=QD_BASE,
-        datasets=QD["wsd_eval"]["datasets"],
-        encoder=embedder_spec(),
-        cache=EMBED_CACHE,
+        wsd_eval=QD["wsd_eval"],
+        lesk=QD_LESK if "enhanced_lesk" in QD["wsd_eval"]["methods"] else None,
+        encoder=embedder_spec() if "enhanced_lesk" in QD["wsd_eval"]["methods"] else None,
     log:
         "logs/qads/wsd_eval.log",
     benchmark:
@@ -60,9 +59,12 @@ rule qads_generate:
         one=f"{QADS}/qads-one.json",
         all=f"{QADS}/qads-all.json",
     params:
-        qads=QD_BASE,
-        encoder=embedder_spec(),
-        cache=EMBED_CACHE,
+        questions=QD["questions"],
+        candidates=QD["candidates"],
+        wsd=pick(QD["wsd"], "method", "context"),
+        lesk=QD_LESK if QD["wsd"]["method"] == "enhanced_lesk" else None,
+        encoder=embedder_spec() if QD["wsd"]["method"] == "enhanced_lesk" else None,
+        generation=QD["generation"],
     log:
         "logs/qads/generate.log",
     benchmark:
@@ -100,9 +102,12 @@ rule qads_export_annotation:
 
 rule qads_verify:
     input:
+        # the generated rows the returned blocks are checked against, by row id: not the exported
+        # blocks, whose layout (qads.verification.block_size) cannot change a verified set
         questions=data_table("squad_v2", QD["questions"]["table"]),
         subs=f"{QADS}/substitutions.parquet",
-        blocks=QADS_BLOCKS,
+        original=QADS_GENERATED["original"],
+        one=f"{QADS}/qads-one.json",
         annotations=QADS_ANNOTATIONS,
     output:
         original=f"{QADS}/verified/original.json",
@@ -134,7 +139,8 @@ rule qads_domains:
     output:
         report(f"{QADS}/domains.tsv", caption="../report/qads_domains.rst", category="QADS"),
     params:
-        qads=QD_BASE,
+        questions=QD["questions"],
+        domains=QD["domains"],
     log:
         "logs/qads/domains.log",
     threads: 1
@@ -160,7 +166,9 @@ rule qads_predict:
         preds=[f"{QADS}/predictions/{{model}}.{s}.json" for s in QADS_SETS],
         na_probs=[f"{QADS}/predictions/{{model}}.{s}.na_prob.json" for s in QADS_SETS],
     params:
-        qa=QD["qa"],
+        # not `models` (which jobs exist), `batch_size` (inference speed) or `mem_mb` (a resource)
+        qa=pick(QD["qa"], "device", "dtype", "max_length", "stride", "max_answer_len",
+                "null_threshold"),
     log:
         "logs/qads/predict/{model}.log",
     benchmark:
@@ -220,8 +228,9 @@ rule qads_finetune_fold:
     wildcard_constraints:
         fold=r"\d+",
     params:
-        ft=QADS_FT,
-        qa=QD["qa"],
+        ft={k: v for k, v in QADS_FT.items() if k != "enabled"},
+        # training runs in fp32 on qa.device; held-out predictions use the span settings
+        qa=pick(QD["qa"], "device", "max_answer_len", "null_threshold"),
         questions=QD["questions"],
         set_names=[s for s in QADS_FT_SETS if s != "squad"],
         fold=lambda wc: int(wc.fold),

@@ -6,7 +6,7 @@ import csbench.audit.workflow as _auw
 import csbench.twentyq.workflow as _tqw
 
 TWENTYQ = _tqw.ROOT
-TQ = _tqw.section(config, os.path.join(workflow.basedir, "workflow", "schemas"))
+TQ = config["twentyq"]  # defaults filled by the config validation in the Snakefile
 TQ_MODELS = _tqw.scoring_models(TQ, config["models"]["lm"])
 TQ_REFERENCE = _tqw.reference_lm(TQ, config["models"]["lm"])
 TQ_BENCHMARKS = TQ["benchmarks"]
@@ -47,7 +47,6 @@ rule twentyq_split:
     params:
         split=TQ["split"],
         encoder=embedder_spec(),
-        cache=EMBED_CACHE,
     log:
         "logs/twentyq/split.log",
     benchmark:
@@ -92,8 +91,7 @@ rule twentyq_topic_frequency:
     wildcard_constraints:
         yesno=_tqw.YESNO_WILDCARD,
     params:
-        lm=config["lm"],
-        cache_dir=CACHE,
+        lm=lambda wc: lm_result(TQ_REFERENCE),
     log:
         "logs/twentyq/{yesno}topic_frequency.log",
     benchmark:
@@ -120,9 +118,8 @@ rule twentyq_score:
     wildcard_constraints:
         yesno=_tqw.YESNO_WILDCARD,
     params:
-        scoring=TQ["scoring"],
-        lm=config["lm"],
-        cache_dir=CACHE,
+        scoring=pick(TQ["scoring"], "variants", "seed"),
+        lm=lambda wc: lm_result(wc.model),
     log:
         "logs/twentyq/{yesno}scores/{model}.log",
     benchmark:

@@ -1,15 +1,10 @@
 # WinoWhat: WinoGrande and WSC scored by partial evaluation, original vs paraphrased, per
 # common-sense category, with the shared LM scoring engine (csbench.lm). One scoring job per
 # model and shard (config lm.shards): a SLURM profile spreads a model over several GPUs.
-import os as _os
-
-from csbench.config import validate as _validate_section
 import csbench.winowhat.workflow as _ww
 
 WINOWHAT = "results/winowhat"
-# Fill this section's defaults directly from its schema (nested $ref sections are not filled).
-WW = _validate_section(config.setdefault("winowhat", {}),
-                       _os.path.join(workflow.basedir, "workflow", "schemas", "winowhat.schema.yaml"))
+WW = config["winowhat"]  # defaults filled by the config validation in the Snakefile
 WW_SHARDS = int(config["lm"]["shards"])
 WW_MODELS = _ww.models(config, WW)
 
@@ -45,8 +40,7 @@ rule winowhat_score:
         f"{WINOWHAT}/{{model}}/shards/{{shard}}-of-{WW_SHARDS}.parquet",
     params:
         shards=WW_SHARDS,
-        lm=config["lm"],
-        cache=f"{CACHE}/lm",
+        lm=lambda wc: lm_result(wc.model),
     log:
         f"logs/winowhat/{{model}}/score-{{shard}}-of-{WW_SHARDS}.log",
     benchmark:

@@ -1,16 +1,17 @@
 """Run one train/test overlap audit and write its tables under results/audit/<name>/."""
 from csbench.audit.engine import run_audit, read_table
-from csbench.embed import Embedder
+from csbench.embed import Embedder, embed_cache_dir
 from csbench.io import write_parquet, write_tsv
 from csbench.logs import snakemake_logger
 
 log = snakemake_logger(snakemake)
 a = snakemake.params.audit
+speed = snakemake.config["audits"][snakemake.wildcards.name]  # block sizes: speed, not results
 train, test = read_table(snakemake.input.train), read_table(snakemake.input.test)
-embedder = Embedder(snakemake.params.encoder, cache_dir=snakemake.params.cache)
+embedder = Embedder(snakemake.params.encoder, cache_dir=embed_cache_dir(snakemake.config))
 out = run_audit(train, test, embedder.encode, a["text_fields"], id_field=a["id_field"],
                 short_field=a["short_field"], methods=a["methods"], top_k=a["top_k"],
-                search_method=a["search"], block=a["block"], lexical_block=a["lexical_block"],
+                search_method=a["search"], block=speed["block"], lexical_block=speed["lexical_block"],
                 trigram_max_df=a["trigram_max_df"], threads=snakemake.threads,
                 name=snakemake.wildcards.name, train_path=snakemake.input.train,
                 test_path=snakemake.input.test)

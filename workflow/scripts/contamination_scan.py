@@ -14,9 +14,12 @@ index = ProbeIndex(pd.read_parquet(snakemake.input.probes), n=ng["n"], min_words
 log.info("shard %s: %d pieces, %d bytes on disk", snakemake.wildcards.shard, len(p.shard),
          shard_size(p.shard))
 with progress(shard_size(p.shard), f"scan of shard {snakemake.wildcards.shard}", unit="B") as prog:
-    scanner = Scanner(index, batch_bytes=p.batch_bytes).scan_pieces(
+    # batch size and read-ahead: speed only, so read from the config (no rerun when they change)
+    cfg = snakemake.config["contamination"]
+    read_ahead = cfg["read_ahead"] and snakemake.threads > 1  # threads > 1: a compressed piece
+    scanner = Scanner(index, batch_bytes=cfg["batch_kb"] * 1024).scan_pieces(
         p.shard, corpus["format"], corpus["text_field"], corpus["id_field"],
-        read_ahead=p.read_ahead and snakemake.threads > 1, progress=prog)
+        read_ahead=read_ahead, progress=prog)
 stats = dict(scanner.stats(), disk_bytes=shard_size(p.shard), pieces=[list(x) for x in p.shard])
 log.info("scan: %s", stats)
 write_parquet(scanner.table(), snakemake.output.hits)

@@ -3,9 +3,10 @@ from csbench.fetch import fetch_source, wanted_files
 from csbench.logs import snakemake_logger
 
 log = snakemake_logger(snakemake)
-p = snakemake.params
-first = next(iter(wanted_files(p.cfg)))
+source = snakemake.params.source
+cfg = snakemake.config["sources"][source]  # params: the parts of it the files depend on
+first = next(iter(wanted_files(cfg)))
 outdir = str(snakemake.output[0])[: -len(first)]  # results/raw/<source>/
-hashes = fetch_source(p.source, p.cfg, outdir, mirror=p.mirror)
+hashes = fetch_source(source, cfg, outdir, mirror=snakemake.config["mirror"])
 for name, sha in hashes.items():
-    log.info("%s/%s sha256=%s", p.source, name, sha)
+    log.info("%s/%s sha256=%s", source, name, sha)

@@ -9,9 +9,9 @@ p = snakemake.params
 name, sim = snakemake.wildcards.predictions, snakemake.wildcards.similarity
 embedder = None
 if sim == "embedding":
-    from csbench.embed import Embedder
+    from csbench.embed import Embedder, embed_cache_dir
 
-    embedder = Embedder(p.encoder, cache_dir=p.cache_dir)
+    embedder = Embedder(p.encoder, cache_dir=embed_cache_dir(snakemake.config))
 questions = load_questions(snakemake.input.questions)
 scorer = Scorer(sim, embedder=embedder, threshold=p.threshold,
                 stopword_only_match=p.stopword_only_match)

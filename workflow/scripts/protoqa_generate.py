@@ -2,7 +2,7 @@
 import time
 
 from csbench.io import write_json
-from csbench.lm.backend import sample
+from csbench.lm.backend import lm_cache_dir, sample
 from csbench.logs import snakemake_logger
 from csbench.models import provenance, provenance_columns
 from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
@@ -14,9 +14,10 @@ questions = load_questions(snakemake.input.questions)
 qids = list(questions)
 prompts = [question_to_prompt(questions[q].question) for q in qids]
 start = time.time()
+# params.lm: the lm settings the samples depend on (the rerun trigger); the rest of lm and the
+# cache location cannot change a sample: read from the config
 samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or served model
-                 lm=snakemake.params.lm, cache_dir=snakemake.params.cache,
-                 device=snakemake.params.device, dtype=snakemake.params.dtype,
+                 lm=snakemake.config["lm"], cache_dir=lm_cache_dir(snakemake.config),
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],
                  stop=SENTENCE_ENDS)  # each sample stops at its first sentence end

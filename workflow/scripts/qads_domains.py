@@ -7,9 +7,9 @@ from csbench.qads.domains import article_domains
 from csbench.qads.workflow import select_questions
 
 log = snakemake_logger(snakemake)
-q = snakemake.params.qads
-questions = select_questions(pd.read_parquet(snakemake.input.questions), q["questions"])
-d = q["domains"]
+p = snakemake.params
+questions = select_questions(pd.read_parquet(snakemake.input.questions), p.questions)
+d = p.domains
 table = article_domains(questions, pd.read_parquet(snakemake.input.subs), d["sample"], d["seed"], d["top"])
 log.info("%d articles", len(table))
 write_tsv(table, snakemake.output[0])

@@ -16,7 +16,9 @@ if prov["random_model"]:
     log.warning("%s is a RANDOM model: its fine-tuning scores are meaningless", snakemake.input.model)
 sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.questions)
 predictions = {}
-rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, p.qa, predictions=predictions)
+# qa.batch_size (the held-out prediction batch) is speed only: from the config, not a param
+qa = {**p.qa, "batch_size": snakemake.config["qads"]["qa"]["batch_size"]}
+rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, qa, predictions=predictions)
 for r in rows:
     log.info("%s", r)
 out = pd.DataFrame(rows)

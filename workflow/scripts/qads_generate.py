@@ -1,6 +1,7 @@
 """Generate QADS questions (modes one/all) and the substitutions table."""
 import pandas as pd
 
+from csbench.embed import embed_cache_dir
 from csbench.io import write_json, write_parquet
 from csbench.logs import snakemake_logger
 from csbench.qads.candidates import load_nlp
@@ -8,16 +9,15 @@ from csbench.qads.generate import generate
 from csbench.qads.workflow import disambiguator, original_subset, select_questions, squad_json
 
 log = snakemake_logger(snakemake)
-q = snakemake.params.qads
-questions = select_questions(pd.read_parquet(snakemake.input[0]), q["questions"])
-wsd = disambiguator(q["wsd"]["method"], q, snakemake.params.encoder, snakemake.params.cache)
-subs, out = generate(questions, wsd, modes=q["generation"]["modes"], pos=q["candidates"]["pos"],
-                     mwes=q["candidates"]["mwes"], context=q["wsd"]["context"],
-                     hypernyms=q["generation"]["hypernyms"], multiword=q["generation"]["multiword"],
-                     min_score=q["generation"]["min_score"],
-                     min_count=q["generation"]["min_synonym_count"],
-                     order=q["generation"]["synonym_order"], min_zipf=q["generation"]["min_zipf"],
-                     nlp=load_nlp(q["candidates"]["spacy_model"]))
+p = snakemake.params
+questions = select_questions(pd.read_parquet(snakemake.input[0]), p.questions)
+wsd = disambiguator(p.wsd["method"], p.lesk, p.encoder, embed_cache_dir(snakemake.config))
+g, c = p.generation, p.candidates
+subs, out = generate(questions, wsd, modes=g["modes"], pos=c["pos"], mwes=c["mwes"],
+                     context=p.wsd["context"], hypernyms=g["hypernyms"], multiword=g["multiword"],
+                     min_score=g["min_score"], min_count=g["min_synonym_count"],
+                     order=g["synonym_order"], min_zipf=g["min_zipf"],
+                     nlp=load_nlp(c["spacy_model"]))
 log.info("%d questions, %d candidates, %d with a synonym; generated %s", len(questions), len(subs),
          subs["synonym"].notna().sum(), {m: len(d) for m, d in out.items()})
 write_parquet(subs, snakemake.output.subs)

@@ -7,6 +7,7 @@ from csbench.qads.qa import predict
 
 log = snakemake_logger(snakemake)
 c = snakemake.params.qa
+batch_size = snakemake.config["qads"]["qa"]["batch_size"]  # speed only: not a param
 if is_random_model_dir(snakemake.input.model):
     log.warning("%s is a RANDOM model: its predictions are meaningless", snakemake.input.model)
 model, tok = load_qa_model(snakemake.input.model, device=c["device"], dtype=c["dtype"])
@@ -15,7 +16,7 @@ for src, out_preds, out_na in zip(snakemake.input.questions, snakemake.output.pr
     rows = [(qa["id"], qa["question"], p["context"]) for a in read_json(src)["data"]
             for p in a["paragraphs"] for qa in p["qas"]]
     answers, na = predict(model, tok, [r[1] for r in rows], [r[2] for r in rows],
-                          max_length=c["max_length"], stride=c["stride"], batch_size=c["batch_size"],
+                          max_length=c["max_length"], stride=c["stride"], batch_size=batch_size,
                           max_answer_len=c["max_answer_len"], null_threshold=c["null_threshold"])
     log.info("%s: %d questions, %d answered", src, len(rows), sum(bool(a) for a in answers))
     write_json({r[0]: a for r, a in zip(rows, answers)}, out_preds)

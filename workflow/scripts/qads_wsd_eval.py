@@ -1,6 +1,7 @@
 """Score the configured WSD methods on the unified evaluation framework."""
 import pandas as pd
 
+from csbench.embed import embed_cache_dir
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
 from csbench.qads.workflow import disambiguator
@@ -8,9 +9,11 @@ from csbench.qads.wsd_eval import evaluate
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
-tables = {name: pd.read_parquet(path) for name, path in zip(p.datasets, snakemake.input.tables)}
-methods = {m: disambiguator(m, p.qads, p.encoder, p.cache) for m in p.qads["wsd_eval"]["methods"]}
-res = evaluate(tables, methods, window=p.qads["wsd_eval"]["window"])
+ev = p.wsd_eval
+tables = {name: pd.read_parquet(path) for name, path in zip(ev["datasets"], snakemake.input.tables)}
+cache = embed_cache_dir(snakemake.config)
+methods = {m: disambiguator(m, p.lesk, p.encoder, cache) for m in ev["methods"]}
+res = evaluate(tables, methods, window=ev["window"])
 for r in res.itertuples():
     log.info("%s %s: P=%.4f R=%.4f F1=%.4f (n=%d)", r.method, r.dataset, r.precision, r.recall, r.f1, r.n)
 write_tsv(res, snakemake.output[0], float_format="%.4f")

@@ -11,8 +11,9 @@ from csbench.twentyq.scoring import metrics, nll_by_quartile, score_items
 log = snakemake_logger(snakemake)
 cfg = snakemake.params.scoring
 train, test = pd.read_parquet(snakemake.input.train), pd.read_parquet(snakemake.input.test)
-scorer = open_scorer(snakemake.input.model, snakemake.params.lm,  # local or served
-                     lm_cache_dir({"cache_dir": snakemake.params.cache_dir}))
+# params.lm: the lm settings the scores depend on; the rest cannot change a number (config)
+scorer = open_scorer(snakemake.input.model, snakemake.config["lm"],  # local or served
+                     lm_cache_dir(snakemake.config))
 items = score_items(scorer.loglikelihood, test, train, variants=cfg["variants"], seed=cfg["seed"])
 items = nll_by_quartile(items, pd.read_parquet(snakemake.input.freq))
 table = metrics(items)

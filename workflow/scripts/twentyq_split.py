@@ -1,7 +1,7 @@
 """Overlap-free 20Q split: training questions sampled, test items admitted by the three rules."""
 import pandas as pd
 
-from csbench.embed import Embedder
+from csbench.embed import Embedder, embed_cache_dir
 from csbench.io import write_parquet, write_tsv
 from csbench.logs import snakemake_logger
 from csbench.twentyq.split import build_split, statistics
@@ -9,7 +9,7 @@ from csbench.twentyq.split import build_split, statistics
 log = snakemake_logger(snakemake)
 cfg = snakemake.params.split
 df = pd.read_parquet(snakemake.input[0])
-embedder = Embedder(snakemake.params.encoder, cache_dir=snakemake.params.cache)
+embedder = Embedder(snakemake.params.encoder, cache_dir=embed_cache_dir(snakemake.config))
 train, test, admission = build_split(
     df, embedder.encode, n_train_questions=cfg["n_train_questions"], n_test=cfg["n_test"],
     max_similarity=cfg["max_similarity"], seed=cfg["seed"], rules=cfg["rules"],

@@ -10,8 +10,9 @@ from csbench.twentyq.scoring import topic_frequency
 
 log = snakemake_logger(snakemake)
 test = pd.read_parquet(snakemake.input.test)
-scorer = open_scorer(snakemake.input.model, snakemake.params.lm,  # local or served
-                     lm_cache_dir({"cache_dir": snakemake.params.cache_dir}))
+# params.lm: the lm settings the scores depend on; the rest cannot change a number (config)
+scorer = open_scorer(snakemake.input.model, snakemake.config["lm"],  # local or served
+                     lm_cache_dir(snakemake.config))
 freq = topic_frequency(scorer.loglikelihood, test["subject"])
 for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
     freq[col] = value

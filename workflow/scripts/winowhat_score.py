@@ -3,6 +3,7 @@ import pandas as pd
 
 from csbench.io import write_parquet
 from csbench.lm import open_scorer
+from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
 from csbench.models import provenance_columns
 from csbench.winowhat.scoring import score_items, shard
@@ -10,8 +11,9 @@ from csbench.winowhat.scoring import score_items, shard
 log = snakemake_logger(snakemake)
 p = snakemake.params
 items = shard(pd.read_parquet(snakemake.input.table), int(snakemake.wildcards.shard), p.shards)
-lm = p.lm
-scorer = open_scorer(snakemake.input.model, lm, p.cache)  # local or served (checked now)
+# params.lm holds the lm settings the scores depend on (the rerun trigger); the others (batch
+# sizes, served timeouts) and the cache location cannot change a number: read from the config
+scorer = open_scorer(snakemake.input.model, snakemake.config["lm"], lm_cache_dir(snakemake.config))
 log.info("model %s, %s: %d items", snakemake.wildcards.model, scorer.describe(), len(items))
 out = score_items(items, scorer)
 out.insert(0, "model", snakemake.wildcards.model)

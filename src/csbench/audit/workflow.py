@@ -1,32 +1,15 @@
 """Parse-time helpers of workflow/rules/audit.smk: the ``audits:`` section and its inputs."""
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
-from ..config import validate
-
 ROOT = "results/audit"
 METHODS = ("trigram", "bm25", "embedding", "wordnet")
 
 
-def audit_config(config: dict, schema_dir) -> dict:
-    """Built-in audits with the user's keys laid over them, then every entry's defaults filled.
-
-    A key left at the generic entry default (e.g. filled by an earlier validation pass) keeps
-    the built-in value. Enabled audits must name their train and test tables.
-    """
-    path = Path(schema_dir) / "audits.schema.yaml"
-    schema = yaml.safe_load(path.read_text())
-    generic = {k: v["default"] for k, v in schema["additionalProperties"]["properties"].items()}
-    user = config.setdefault("audits", {})
-    for name, sub in schema["properties"].items():
-        given = user.get(name) or {}
-        merged = dict(sub["default"])
-        merged.update({k: v for k, v in given.items() if not (k in merged and v == generic.get(k))})
-        user[name] = merged
-    audits = validate(user, path)
+def audit_config(config: dict) -> dict:
+    """The ``audits`` section (validated and filled by the config validation: the built-in
+    audits' settings are merged under the user's keys by the schema, ``x-merge-defaults``).
+    Enabled audits must name their train and test tables."""
+    audits = config["audits"]
     for name, a in audits.items():
         if a["enabled"] and not (a["train"] and a["test"]):
             raise ValueError(f"audits.{name}: train and test must be set")

@@ -1,11 +1,10 @@
 """Snakemake-side planning of the contamination task (kept out of the .smk so rules stay rules).
 
-:class:`Plan` fills the section's defaults, cuts every corpus into shards once at DAG-build time,
+:class:`Plan` cuts every corpus into shards once at DAG-build time,
 and names the inputs and targets of the rules in ``workflow/rules/contamination.smk``.
 """
 from __future__ import annotations
 
-from ..config import validate
 from .corpus import COMPRESSED, expand_paths, plan_shards
 from .items import BENCHMARKS, TASK_TABLES
 
@@ -13,10 +12,9 @@ ROOT = "results/contamination"
 
 
 class Plan:
-    def __init__(self, config: dict, schema_path: str):
-        # Fill the section's nested defaults here too: the top-level validator does not descend
-        # into a $ref'd schema with its own class (jsonschema picks the plain validator there).
-        self.cfg = validate(config.setdefault("contamination", {}), schema_path)
+    def __init__(self, config: dict):
+        """``config``: the whole config, validated (defaults filled) by the Snakefile."""
+        self.cfg = config["contamination"]
         self.tasks = list(config.get("tasks", []))
         self.models = list(config.get("models", {}).get("lm", {}))
         self.lexical = [m for m in self.cfg["methods"] if m in ("exact", "ngram")]

@@ -21,9 +21,9 @@ def served_spec(model_dir) -> dict | None:
 
 def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None = None,
                 needs=("loglikelihood",), **kw):
-    """The scorer of a model directory with the ``lm`` config section's settings; a served
-    model is checked for ``needs`` now."""
-    lm = lm or {}
+    """The scorer of a model directory with the ``lm`` config section's settings (keys left out
+    take the schema's defaults); a served model is checked for ``needs`` now."""
+    lm = lm_settings(lm)
     spec = served_spec(model_dir)
     if spec is not None:
         from .served import from_spec
@@ -33,9 +33,17 @@ def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None 
         return scorer
     from .score import LMScorer
 
-    return LMScorer(model_dir, device=lm.get("device", "auto"), dtype=lm.get("dtype", "auto"),
-                    batch_size=lm.get("batch_size", "auto"),
-                    max_batch_size=lm.get("max_batch_size", 256), cache_dir=cache_dir, **kw)
+    return LMScorer(model_dir, device=lm["device"], dtype=lm["dtype"], batch_size=lm["batch_size"],
+                    max_batch_size=lm["max_batch_size"], cache_dir=cache_dir, **kw)
+
+
+def lm_settings(lm: dict | None) -> dict:
+    """The ``lm`` settings given, over the schema's defaults (``served`` merged key by key)."""
+    from ..config import default
+
+    out = {**default("lm"), **(lm or {})}
+    out["served"] = {**default("lm.served"), **((lm or {}).get("served") or {})}
+    return out
 
 
 def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_dir=None,
@@ -44,13 +52,13 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
     sampler (:func:`csbench.lm.generate.sample_from_dir`, given ``kw`` as they are) or the served
     model (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``; ``stop`` when it is a list of
     strings, else a newline; cached per request)."""
-    lm = lm or {}
+    lm = lm_settings(lm)
     spec = served_spec(model_dir)
     if spec is None:
         from .generate import sample_from_dir
 
-        kw.setdefault("device", lm.get("device", "auto"))
-        kw.setdefault("dtype", lm.get("dtype", "auto"))
+        kw.setdefault("device", lm["device"])
+        kw.setdefault("dtype", lm["dtype"])
         return sample_from_dir(model_dir, prompts, num_samples, **kw)
     stop = kw.get("stop")
     if not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop)):
@@ -62,4 +70,5 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
 
 
 def lm_cache_dir(config: dict) -> str:
-    return os.path.join(config.get("cache_dir", "results/cache"), "lm")
+    """The LM cache directory under the config's ``cache_dir``."""
+    return os.path.join(config["cache_dir"], "lm")

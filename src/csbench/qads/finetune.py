@@ -284,21 +284,24 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
     or a mapping set name -> ``data`` list, trained on ``ft["train_on"]`` and scored on each of
     ``ft["score_on"]``. Rows carry ``questions`` (the scored set), the official scores with
     counts, and CPU/wall seconds; ``predictions``, when given, receives
-    ``{split: {set: {"preds": ..., "na_probs": ...}}}`` (to pool folds exactly)."""
+    ``{split: {set: {"preds": ..., "na_probs": ...}}}`` (to pool folds exactly). Keys missing from
+    ``ft`` take the schema's defaults (``qads.finetune``)."""
     import time
 
     import torch
 
+    from ..config import default
     from ..models import load_qa_model
 
-    mode = ft.get("questions", "one")
+    ft = {**default("qads.finetune"), **ft}
+    mode = ft["questions"]
     sets = dataset if isinstance(dataset, dict) else {mode: dataset}
-    train_on = ft.get("train_on") or mode
-    score_on = list(ft.get("score_on") or [mode])
-    by = ft.get("group_by", "question")
+    train_on = ft["train_on"] or mode
+    score_on = list(ft["score_on"] or [mode])
+    by = ft["group_by"]
     plan = fold_plan(sets, train_on, ft["folds"], ft["seed"], by)
     train_rows = [r for r in flatten(sets[train_on]) if plan[group_key(r, by)] != fold]
-    limit = ft.get("train_limit") or 0
+    limit = ft["train_limit"] or 0
     if 0 < limit < len(train_rows):  # a seeded sample of the training questions (CPU budgets)
         keep = sorted(random.Random(ft["seed"] + fold).sample(range(len(train_rows)), limit))
         train_rows = [train_rows[i] for i in keep]
@@ -326,7 +329,7 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
             out.append({"fold": fold, "split": split, "questions": name, **score(test, preds, na),
                         "cpu_s": time.process_time() - t0, "wall_s": time.perf_counter() - w0})
 
-    if ft.get("score_base", True):
+    if ft["score_base"]:
         evaluate_all("base")
     feats = prepare_features(tok, [r["question"] for r in train_rows],
                              [r["context"] for r in train_rows], [r["answers"] for r in train_rows],
@@ -338,8 +341,8 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
     t0, w0 = time.process_time(), time.perf_counter()
     losses = train(model, feats, epochs=ft["epochs"], learning_rate=ft["learning_rate"],
                    batch_size=ft["batch_size"], seed=ft["seed"] + fold,
-                   weight_decay=ft.get("weight_decay", 0.0), warmup=ft.get("warmup", 0.0),
-                   max_grad_norm=ft.get("max_grad_norm", 0.0))
+                   weight_decay=ft["weight_decay"], warmup=ft["warmup"],
+                   max_grad_norm=ft["max_grad_norm"])
     train_cpu, train_wall = time.process_time() - t0, time.perf_counter() - w0
     if losses:
         log.info("fold %d: %d windows, %d steps in %.0f s wall (%.0f CPU s), loss %.4f -> %.4f",

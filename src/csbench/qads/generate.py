@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 
+from ..config import default
 from ..text import stem
 from .domains import synset_domains
 from .candidates import DEFAULT_MWES, DEFAULT_POS, candidates, load_nlp
@@ -18,7 +19,8 @@ MODES = ("one", "all")
 SUB_COLUMNS = ["id", "new_id", "token", "position", "token_index", "lemma", "pos", "tag", "synset",
                "score", "synonym", "method", "domains", "token_zipf", "synonym_zipf", "passed_over"]
 ORDERS = ("wordnet", "zipf")
-DEFAULT_ORDER, DEFAULT_MIN_ZIPF = "wordnet", 2.85  # = the config defaults (qads.generation)
+_GENERATION = default("qads.generation")  # the schema's defaults, for callers without a config
+DEFAULT_ORDER, DEFAULT_MIN_ZIPF = _GENERATION["synonym_order"], _GENERATION["min_zipf"]
 
 
 @functools.lru_cache(maxsize=200_000)

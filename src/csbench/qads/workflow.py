@@ -18,13 +18,14 @@ def select_questions(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def disambiguator(method: str, qcfg: dict, encoder: str | None, cache_dir: str | None):
-    emb = None
-    if method == "enhanced_lesk":
-        from ..embed import Embedder
+def disambiguator(method: str, lesk: dict | None, encoder: str | None, cache_dir: str | None):
+    """A WSD method; ``lesk`` (``qads.wsd.enhanced_lesk``) and ``encoder`` are read by the
+    enhanced Lesk method only."""
+    if method != "enhanced_lesk":
+        return _wsd.Disambiguator(method)
+    from ..embed import Embedder
 
-        emb = Embedder(encoder, cache_dir=cache_dir)
-    return _wsd.from_config({**qcfg["wsd"], "method": method}, embedder=emb)
+    return _wsd.enhanced_lesk(lesk, Embedder(encoder, cache_dir=cache_dir))
 
 
 def squad_json(df: pd.DataFrame) -> dict:
@@ -52,15 +53,15 @@ def score_row(model: str, questions: str, dataset: list, preds: dict, na: dict |
 def finetune_tag(ft: dict) -> str:
     """File tag of a fine-tuning run: the QADS mode for the paper's set-up (train and score one
     mode, grouped by question), else ``<train_on>-by-<group_by>``."""
-    if not ft.get("train_on") and not ft.get("score_on") and ft.get("group_by", "question") == "question":
+    if not ft["train_on"] and not ft["score_on"] and ft["group_by"] == "question":
         return ft["questions"]
-    return f"{ft.get('train_on') or ft['questions']}-by-{ft.get('group_by', 'question')}"
+    return f"{ft['train_on'] or ft['questions']}-by-{ft['group_by']}"
 
 
 def finetune_sets(ft: dict) -> list[str]:
     """The question sets a fine-tuning run reads: trained on, then scored (no repeats)."""
-    train_on = ft.get("train_on") or ft["questions"]
-    return list(dict.fromkeys([train_on, *(ft.get("score_on") or [ft["questions"]])]))
+    train_on = ft["train_on"] or ft["questions"]
+    return list(dict.fromkeys([train_on, *(ft["score_on"] or [ft["questions"]])]))
 
 
 def finetune_inputs(set_names: list[str], set_paths: list[str], squad_tables: list[str],

@@ -27,14 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import default
 from ..text import stop_words, words
 from ..wordnet import wordnet
 
 METHODS = ("first_sense", "simplified_lesk", "enhanced_lesk")
 UPOS_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
-RELATIONS = ("hypernyms", "instance_hypernyms", "hyponyms", "instance_hyponyms", "part_meronyms",
-             "member_meronyms", "substance_meronyms", "part_holonyms", "member_holonyms",
-             "substance_holonyms", "similar_tos", "also_sees")
+LESK = default("qads.wsd.enhanced_lesk")  # the schema's defaults of the enhanced Lesk settings
+RELATIONS = tuple(LESK["relations"])
 
 
 @dataclass
@@ -151,9 +151,10 @@ def _ctx_terms(t: Target) -> list[str]:
 class Disambiguator:
     """Choose a synset per :class:`Target` with one of :data:`METHODS`."""
 
-    def __init__(self, method: str = "enhanced_lesk", embedder=None, w_sim: float = 2.0,
-                 w_gloss: float = 0.5, w_prior: float = 0.1, decay: float = 0.3, depth: int = 1,
-                 relations=RELATIONS, prior_mode: str = "log"):
+    def __init__(self, method: str = "enhanced_lesk", embedder=None, w_sim: float = LESK["w_sim"],
+                 w_gloss: float = LESK["w_gloss"], w_prior: float = LESK["w_prior"],
+                 decay: float = LESK["decay"], depth: int = LESK["depth"], relations=RELATIONS,
+                 prior_mode: str = LESK["prior"]):
         if method not in METHODS:
             raise ValueError(f"unknown WSD method {method!r}; choose from {METHODS}")
         if method == "enhanced_lesk" and embedder is None:
@@ -245,11 +246,8 @@ class Disambiguator:
         return out
 
 
-def from_config(cfg: dict, embedder=None) -> Disambiguator:
-    """Build a :class:`Disambiguator` from the ``qads.wsd`` config section."""
-    el = cfg.get("enhanced_lesk", {})
-    return Disambiguator(cfg.get("method", "enhanced_lesk"), embedder=embedder,
-                         w_sim=el.get("w_sim", 2.0), w_gloss=el.get("w_gloss", 0.5),
-                         w_prior=el.get("w_prior", 0.1), decay=el.get("decay", 0.3),
-                         depth=el.get("depth", 1), relations=el.get("relations", RELATIONS),
-                         prior_mode=el.get("prior", "log"))
+def enhanced_lesk(cfg: dict, embedder) -> Disambiguator:
+    """The enhanced Lesk method with the ``qads.wsd.enhanced_lesk`` settings ``cfg``."""
+    return Disambiguator("enhanced_lesk", embedder, w_sim=cfg["w_sim"], w_gloss=cfg["w_gloss"],
+                         w_prior=cfg["w_prior"], decay=cfg["decay"], depth=cfg["depth"],
+                         relations=cfg["relations"], prior_mode=cfg["prior"])

@@ -1,16 +1,7 @@
 """Parse-time helpers of workflow/rules/twentyq.smk (kept out of the Snakefile)."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..config import validate
-
 ROOT = "results/twentyq"
-
-
-def section(config: dict, schema_dir) -> dict:
-    """The ``twentyq`` config section with its defaults filled (validated against its schema)."""
-    return validate(config.setdefault("twentyq", {}), Path(schema_dir) / "twentyq.schema.yaml")
 
 
 def scoring_models(tq: dict, lm_models: dict) -> list[str]:

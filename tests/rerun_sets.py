@@ -1,0 +1,60 @@
+"""Which rules a dry run would rerun after each of several config changes, on a finished run.
+
+``python tests/rerun_sets.py WORKDIR BASE_CONFIG CHANGES_JSON`` prints a JSON object: change name ->
+sorted rule names of the jobs Snakemake would run (or ``{"error": message}``). CHANGES_JSON maps
+a name to a config override (a nested mapping merged over BASE_CONFIG the way a second
+``--configfile`` is). One process builds every DAG in turn (the Snakemake API, as ``snakemake -n``
+does, at about a second a DAG instead of four for a new ``snakemake -n`` process each); used by
+tests/test_workflow.py (every schema key changed in turn).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rerun_rules(workdir: Path, configfiles: list[Path]) -> list[str]:
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings,
+                                          ResourceSettings, StorageSettings)
+
+    with SnakemakeApi(OutputSettings(dryrun=True, quiet={"all"})) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(cores=2),
+                          config_settings=ConfigSettings(configfiles=configfiles),
+                          storage_settings=StorageSettings(), workdir=workdir,
+                          snakefile=REPO / "Snakefile")
+        wf.dag(DAGSettings())  # checks the settings
+        w = wf._workflow  # what `snakemake -n` builds: the DAG with its needrun jobs
+        w.dag_settings = DAGSettings()
+        w._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True)
+        w._build_dag()
+        return sorted({j.rule.name for j in w.dag.needrun_jobs()} - {"all"})
+
+
+def main(workdir: str, base: str, changes: str) -> None:
+    logging.disable(logging.CRITICAL)
+    out = {}
+    with tempfile.TemporaryDirectory() as td:
+        for name, override in json.loads(Path(changes).read_text()).items():
+            extra = Path(td) / "change.yaml"
+            extra.write_text(yaml.safe_dump(override))
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), \
+                        contextlib.redirect_stderr(io.StringIO()):
+                    out[name] = rerun_rules(Path(workdir), [Path(base), extra])
+            except Exception as exc:  # reported per change; the test names it
+                out[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
