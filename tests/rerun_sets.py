@@ -1,7 +1,8 @@
 """Which rules a dry run would rerun after each of several config changes, on a finished run.
 
 ``python tests/rerun_sets.py WORKDIR BASE_CONFIG CHANGES_JSON`` prints a JSON object: change name ->
-sorted rule names of the jobs Snakemake would run (or ``{"error": message}``). CHANGES_JSON maps
+sorted rule names of the jobs Snakemake would run (or ``{"error": message}``); the change named
+``__graph__`` gives the rule graph instead (rule -> rules downstream of it, one step). CHANGES_JSON maps
 a name to a config override (a nested mapping merged over BASE_CONFIG the way a second
 ``--configfile`` is). One process builds every DAG in turn (the Snakemake API, as ``snakemake -n``
 does, at about a second a DAG instead of four for a new ``snakemake -n`` process each); used by
@@ -22,7 +23,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
-def rerun_rules(workdir: Path, configfiles: list[Path]) -> list[str]:
+def rerun_rules(workdir: Path, configfiles: list[Path], graph: bool = False):
+    """Rule names of the jobs a dry run would run; with ``graph``, instead the rule graph of
+    the whole DAG: rule -> the rules whose jobs read its jobs' outputs."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings,
                                           ResourceSettings, StorageSettings)
@@ -35,8 +38,14 @@ def rerun_rules(workdir: Path, configfiles: list[Path]) -> list[str]:
         wf.dag(DAGSettings())  # checks the settings
         w = wf._workflow  # what `snakemake -n` builds: the DAG with its needrun jobs
         w.dag_settings = DAGSettings()
-        w._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True)
+        w._prepare_dag(forceall=graph, ignore_incomplete=False, lock_warn_only=True)
         w._build_dag()
+        if graph:
+            edges: dict[str, set] = {}
+            for job in w.dag.jobs:
+                for dep in w.dag.dependencies[job]:
+                    edges.setdefault(dep.rule.name, set()).add(job.rule.name)
+            return {r: sorted(d - {"all"}) for r, d in edges.items()}
         return sorted({j.rule.name for j in w.dag.needrun_jobs()} - {"all"})
 
 
@@ -50,7 +59,8 @@ def main(workdir: str, base: str, changes: str) -> None:
             try:
                 with contextlib.redirect_stdout(io.StringIO()), \
                         contextlib.redirect_stderr(io.StringIO()):
-                    out[name] = rerun_rules(Path(workdir), [Path(base), extra])
+                    out[name] = rerun_rules(Path(workdir), [Path(base), extra],
+                                            graph=name == "__graph__")
             except Exception as exc:  # reported per change; the test names it
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
     print(json.dumps(out))

@@ -79,3 +79,43 @@ def test_nested_defaults_inside_task_sections_are_filled(repo, base):
     cfg = validate(base, repo / SCHEMA)
     for section in ("winowhat", "protoqa", "twentyq", "qads", "contamination"):
         assert cfg[section], f"{section}: defaults not filled"
+
+
+def test_architecture_doc_lists_every_key_and_its_dependent_rules(repo):
+    """docs/ARCHITECTURE.md's table is `python -m csbench.config --reruns` (the schema's x-reruns)."""
+    from csbench.config import reruns_table
+
+    doc = (repo / "docs/ARCHITECTURE.md").read_text()
+    table = doc.split("<!-- reruns:start -->\n", 1)[1].split("\n<!-- reruns:end -->", 1)[0]
+    assert table == reruns_table(), "regenerate it: python -m csbench.config --reruns"
+
+
+def test_command_line_text_is_read_as_the_keys_type(repo):
+    schema = repo / "workflow/schemas/config.schema.yaml"
+    cfg = validate({"lm": {"max_batch_size": "16", "batch_size": "8", "served": {"timeout": "2.5"}},
+                    "mirror": "null", "protoqa": {"stopword_only_match": "false"},
+                    "qads": {"questions": {"limit": "null"}}}, schema)
+    assert cfg["lm"]["max_batch_size"] == 16 and cfg["lm"]["batch_size"] == 8
+    assert cfg["lm"]["served"]["timeout"] == 2.5 and cfg["mirror"] is None
+    assert cfg["protoqa"]["stopword_only_match"] is False and cfg["qads"]["questions"]["limit"] is None
+    with pytest.raises(ConfigError, match="max_batch_size.*--config 'lm=.max_batch_size: 16.'"):
+        validate({"lm": {"max_batch_size": "many"}}, schema)
+    with pytest.raises(ConfigError, match="batch_size"):
+        validate({"lm": {"batch_size": "x"}}, schema)
+
+
+@pytest.mark.parametrize("name", ["..", ".", ".hidden", "a/b", "a\\b", "x\ny"])
+@pytest.mark.parametrize("key", ["models.lm", "models.qa", "audits", "protoqa.predictions",
+                                 "contamination.corpora"])
+def test_names_that_become_paths_must_be_plain(repo, key, name):
+    """Issue 29: a model named '..' made the materialise job's output resources/models/.., and
+    Snakemake removed all of resources/ before running it."""
+    value = {"paths": ["x"]} if key == "contamination.corpora" else \
+        {"train": "a", "test": "b"} if key == "audits" else "random:tiny-gpt2"
+    cfg: dict = {}
+    node = cfg
+    for part in key.split("."):
+        node = node.setdefault(part, {})
+    node[name] = value
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        validate(cfg, repo / "workflow/schemas/config.schema.yaml")

@@ -187,3 +187,173 @@ def test_two_fresh_demo_runs_give_identical_result_tables(demo_run, tmp_path_fac
         elif isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame) or a != b:
             differ.append(name)
     assert not differ, "\n".join(differ)
+
+
+# --- Exact partial rebuilds: every config key, changed on the finished demo, reruns exactly the
+# rules its schema entry declares (x-reruns) and what reads their outputs, nothing else.
+
+SCHEMAS = REPO / "workflow" / "schemas"
+
+
+def nested(key: str, value) -> dict:
+    out = value
+    for part in reversed(key.split(".")):
+        out = {part: out}
+    return out
+
+
+def get(cfg: dict, key: str):
+    for part in key.split("."):
+        cfg = cfg[part]
+    return cfg
+
+
+def changed_value(key: str, schema: dict, current):
+    """A valid value other than ``current``, from the key's schema."""
+    types = schema.get("type")
+    types = types if isinstance(types, list) else [types]
+    enum = schema.get("enum")
+    if enum:
+        return next(v for v in enum if v != current)
+    if "array" in types and current is not None:
+        items = schema.get("items", {}).get("enum")
+        if items and len(current) < len(items):
+            return list(current) + [next(v for v in items if v not in current)]
+        return list(current)[:-1] if len(current) > 1 else list(current) + ["x"]
+    if "boolean" in types:
+        return not current
+    if "integer" in types:
+        if current is None or isinstance(current, str):
+            return max(schema.get("minimum", 1), 1) + 1
+        top = schema.get("maximum")
+        return current + 1 if top is None or current < top else current - 1
+    if "number" in types:
+        if current is None:
+            return 0.5
+        top = schema.get("maximum", schema.get("exclusiveMaximum"))
+        return round(current * 0.5, 6) if top is not None and current >= top * 0.9 else current + 0.05
+    raise AssertionError(f"{key}: no generic change for type {types}; add it to CHANGES")
+
+
+# Keys whose generic change is not a valid or meaningful one: the change made instead.
+def special_changes(work: Path, tmp: Path) -> dict:
+    user_csv = tmp / "user.csv"
+    user_csv.write_text("sentence,paraphrased_sentence,option1,option2,answer\n")
+    mirror = (work / "resources/demo/mirror").resolve()
+    out = {
+        "tasks": ["twentyq", "protoqa", "winowhat", "qads", "results"],
+        "mirror": str(mirror),  # the same files by another path: a mirror's path is an input
+        "nltk_data": str(REPO / "resources/nltk_data"),
+        "cache_dir": "results/cache-elsewhere",
+        "models.lm": {"smollm2-135m": "random:tiny-gpt2"},
+        "models.qa": {"tiny-bert-qa-2": "random:tiny-bert-qa"},
+        "models.embedder": "sentence-transformers/all-mpnet-base-v2",
+        "lm.batch_size": 3,
+        "winowhat.user_files.winogrande_test": str(user_csv),
+        "winowhat.user_files.wsc": str(user_csv),
+        "protoqa.predictions": {"again": "{mirror}/protoqa/dev.predictions.demo.json"},
+        "protoqa.targets": "dev_scraped",
+        "protoqa.generation.models": [],
+        "twentyq.scoring.models": [],
+        "twentyq.scoring.figure_variant": "few_shot",
+        "audits.*.train": "csqa2:dev",
+        "audits.*.test": "csqa2:dev",
+        "audits.*.id_field": None,
+        "audits.*.text_fields": ["question", "topic_prompt"],
+        "audits.*.short_field": None,
+        "audits.*.encoder": "sentence-transformers/all-MiniLM-L6-v2",
+        "qads.questions.ids": ["x"],
+        "qads.candidates.mwes": ["in order to"],
+        "qads.candidates.spacy_model": "en_core_web_sm",
+        "qads.wsd.enhanced_lesk.relations": ["hypernyms"],
+        "qads.verification.annotations": None,
+        "qads.qa.models": [],
+        "qads.finetune.train_on": "all",
+        "qads.finetune.score_on": ["one", "original"],
+        "results.anchors": str(REPO / "resources/published_anchors.tsv"),
+        "contamination.corpora": {"books": {"paths": ["resources/demo/corpus/books/*",
+                                                      "resources/demo/corpus/none/*"]}},
+        "contamination.semantic.corpora": ["books", "web"],
+    }
+    for source in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat", "squad_v2", "csqa2",
+                   "com2sense", "wsd_eval"):
+        out[f"sources.{source}.url"] = "https://example.org/elsewhere/"
+        out[f"sources.{source}.urls"] = {"x": "https://example.org/x"}
+    return out
+
+
+# Keys the demo's configuration leaves without effect (their declared rules do not run, or the
+# change cannot apply there): only "nothing extra reruns" is checked for them.
+INERT = {
+    **{f"sources.{s}.{k}": "the demo reads a mirror: where files come from is not used"
+       for s in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat", "squad_v2", "csqa2",
+                 "com2sense", "wsd_eval") for k in ("url", "archive", "urls")},
+    "twentyq.scoring.reference_lm": "the demo has one LM: its reference LM is that model already",
+    "qads.questions.table": "the demo has no SQuAD train file",
+    "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
+    "contamination.effect.benchmarks": "no random LM in the demo: the effect table is not built",
+    "twentyq.csqa2.seed": "used only with twentyq.csqa2.limit, which the demo leaves null",
+    "audits.*.trigram_max_df": "trigram_max_df 1.0 -> 0.5 keeps the demo audit's trigram pairs",
+}
+
+
+def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
+    """Issue 26: every schema leaf declares (``x-reruns``) the rules whose outputs depend on it;
+    changing it on the finished demo must rerun those rules (where the demo runs them) and what
+    reads their outputs, and nothing else: memory, batch sizes, served timeouts, cache locations
+    and block layouts rerun nothing."""
+    from csbench.config import load_config_file, schema_leaves, validate
+
+    leaves = schema_leaves()
+    undeclared = [k for k, s in leaves.items() if "x-reruns" not in s]
+    assert not undeclared, f"schema keys without x-reruns (classify them): {undeclared}"
+    rules = set().union(*(rules_of(p.name) for p in (REPO / "workflow/rules").glob("*.smk")))
+    rules |= {f"download_{s}" for s in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat",
+                                          "squad_v2", "csqa2", "com2sense", "wsd_eval")}
+    for key, s in leaves.items():
+        assert set(s["x-reruns"]) <= rules, (key, set(s["x-reruns"]) - rules)
+
+    base = REPO / "resources/demo/config.yaml"
+    cfg = validate(load_config_file(base), SCHEMAS / "config.schema.yaml")
+    special = special_changes(demo_run, tmp_path)
+    changes = {"__graph__": {}, "__none__": {}}
+    for key, s in leaves.items():
+        concrete = key.replace("audits.*", "audits.csqa2")
+        value = special[key] if key in special else changed_value(key, s, get(cfg, concrete))
+        if key.startswith("sources.") and key.endswith(".files"):
+            first = next(f for f, h in get(cfg, concrete).items() if h != "skip")
+            value = {first: "0" * 64}
+        changes[key] = nested(concrete, value)
+    spec = tmp_path / "changes.json"
+    spec.write_text(json.dumps(changes))
+    env = dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, str(REPO / "tests/rerun_sets.py"), str(demo_run),
+                           str(base), str(spec)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    graph = got.pop("__graph__")
+    assert got.pop("__none__") == [], "the finished demo is not up to date"
+    demo_rules = set(graph) | {r for d in graph.values() for r in d}
+
+    def downstream(start: set) -> set:
+        seen, todo = set(), list(start)
+        while todo:
+            r = todo.pop()
+            if r not in seen:
+                seen.add(r)
+                todo.extend(graph.get(r, []))
+        return seen
+
+    problems = []
+    for key, observed in got.items():
+        if isinstance(observed, dict):
+            problems.append(f"{key}: {observed['error']}")
+            continue
+        declared = set(leaves[key]["x-reruns"])
+        allowed = downstream(declared) | (declared - demo_rules)
+        extra = set(observed) - allowed
+        missing = set() if key in INERT else (declared & demo_rules) - set(observed)
+        if extra or missing:
+            problems.append(f"{key}: reruns {sorted(extra)} it does not declare"
+                            * bool(extra) + f"; does not rerun {sorted(missing)}" * bool(missing))
+    assert not problems, "\n".join(problems)

@@ -118,14 +118,73 @@ def _key(error) -> str:
 
 
 def _message(error) -> str:
+    if error.validator == "type" and isinstance(error.instance, str):
+        return (f"{error.message} (a value given on the command line is text unless it reads as "
+                "one: --config 'lm={max_batch_size: 16}' gives the number 16)")
     if "propertyNames" in error.schema_path:
         return (f"name {error.instance!r} must be a relative path of plain names (no '..', no "
                 "leading '/' or '.'): files land under results/raw/<source>/")
     return error.message
 
 
+_SCALARS = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None),
+            "int": int, "float": float, "bool": bool, "NoneType": type(None)}
+
+
+def _types(schema: dict) -> list:
+    t = schema.get("type")
+    if t is None and "enum" in schema:
+        return sorted({type(v).__name__ for v in schema["enum"]})
+    return t if isinstance(t, list) else [t]
+
+
+def coerce_text(config: dict, schema_path: str | Path) -> dict:
+    """Values given as text where the schema wants a number, a boolean or null, read as YAML.
+
+    Snakemake reads the nested values of ``--config 'lm={max_batch_size: 16}'`` with YAML's
+    BaseLoader, so they arrive as strings ("16", "true", "null"); each such string that reads
+    as a value of the key's type is replaced by it, in place (anything else is left for the
+    schema to refuse)."""
+    base = Path(schema_path).resolve().parent
+
+    def resolve(node: dict) -> dict:
+        if "$ref" in node:
+            return {**yaml.safe_load((base / node["$ref"]).read_text()),
+                    **{k: v for k, v in node.items() if k != "$ref"}}
+        return node
+
+    def fix(value, schema: dict):
+        schema = resolve(schema)
+        types = _types(schema)
+        if isinstance(value, str) and set(types) & {"integer", "number", "boolean", "null", "int",
+                                                    "float", "bool", "NoneType"}:
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+            wanted = tuple(_SCALARS[t] for t in types if t in _SCALARS)
+            ok = isinstance(parsed, wanted) and not (isinstance(parsed, bool)
+                                                     and "boolean" not in types)
+            return parsed if ok or (parsed is None and "NoneType" in types) else value
+        if isinstance(value, list) and isinstance(schema.get("items"), dict):
+            return [fix(v, schema["items"]) for v in value]
+        if isinstance(value, dict):
+            props = schema.get("properties", {})
+            extra = schema.get("additionalProperties")
+            for k, v in value.items():
+                sub = props.get(k, extra if isinstance(extra, dict) else None)
+                if sub is not None:
+                    value[k] = fix(v, sub)
+        return value
+
+    fix(config, yaml.safe_load(Path(schema_path).read_text()))
+    return config
+
+
 def validate(config: dict, schema_path: str | Path) -> dict:
-    """Validate ``config`` in place (filling defaults); raise :class:`ConfigError` naming keys."""
+    """Validate ``config`` in place (filling defaults; text from ``--config`` read as the key's
+    type, :func:`coerce_text`); raise :class:`ConfigError` naming keys."""
+    coerce_text(config, schema_path)
     schema, registry = load_schema(schema_path)
     validator = DefaultFillingValidator(schema, registry=registry)
     # Two passes: the first fills defaults (nested objects get their defaults too), the
@@ -179,13 +238,52 @@ def check_schema_documented(schema_path: str | Path) -> list[str]:
     return problems
 
 
+def schema_leaves(schema_path: str | Path = SCHEMA) -> dict[str, dict]:
+    """Dotted key -> schema of every leaf of the config schema (an object without properties,
+    such as a name -> spec map, is a leaf); the per-audit keys appear as ``audits.*.<key>``."""
+    base = Path(schema_path).resolve().parent
+    out: dict[str, dict] = {}
+
+    def walk(node: dict, where: str) -> None:
+        if "$ref" in node:
+            node = {**yaml.safe_load((base / node["$ref"]).read_text()),
+                    **{k: v for k, v in node.items() if k != "$ref"}}
+        if where == "audits":
+            walk(node["additionalProperties"], "audits.*")
+            return
+        props = node.get("properties")
+        if node.get("type") == "object" and props:
+            for name, sub in props.items():
+                walk(sub, f"{where}.{name}" if where else name)
+        else:
+            out[where] = node
+
+    walk(yaml.safe_load(Path(schema_path).read_text()), "")
+    return out
+
+
+def reruns_table(schema_path: str | Path = SCHEMA) -> str:
+    """Markdown table of every config key and the rules whose outputs depend on it (the
+    schema's ``x-reruns``; docs/ARCHITECTURE.md holds it)."""
+    rows = ["| key | rules whose output depends on it |", "|---|---|"]
+    for key, node in schema_leaves(schema_path).items():
+        rules = node.get("x-reruns")
+        text = ", ".join(f"`{r}`" for r in rules) if rules else "none (cannot change a number)"
+        rows.append(f"| `{key}` | {text} |")
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
     """``python -m csbench.config FILE...``: check config files (syntax, then the schema) with
     messages that name the file and line; Snakemake reads ``--configfile`` files before the
-    workflow runs and names neither."""
+    workflow runs and names neither. ``python -m csbench.config --reruns``: the table of every
+    key and the rules that depend on it."""
     import sys
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--reruns"]:
+        print(reruns_table())
+        return 0
     schema = SCHEMA
     status = 0
     for p in argv:
