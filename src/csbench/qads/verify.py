@@ -5,6 +5,10 @@ verified sets (``original``, ``one``, ``all``) plus agreement statistics are bui
 
 Block files: ``block-<NNN>.csv`` as exported; a returned block is any ``block-<NNN>*.csv`` in the
 annotation folder (``block-001.alice.csv`` and ``block-001.bob.csv`` = block 1 annotated twice).
+Returned blocks are validated against the annotation rows rebuilt from the generated data
+(:func:`annotation_rows`), not against the current export: every row carries its ``block`` and
+``row_id``, and a block holds all rows of its questions, so the export's block size does not
+matter (blocks returned from an export with another size still verify).
 Editable columns: ``verdict`` (ok / wrong; also yes, y, 1, correct / no, n, 0, incorrect),
 ``added_synonyms`` (``;``-separated words), the five flags (blank, 0, no, n = not set; 1, x, yes, y
 = set) and ``note`` (free text). The other columns must come back as exported.
@@ -112,15 +116,6 @@ def export(rows: pd.DataFrame, outdir: Path, size: int) -> list[Path]:
     return paths
 
 
-def read_exported(blocks_dir: str | Path) -> pd.DataFrame:
-    """The exported blocks (``block-NNN.csv`` in ``blocks_dir``) as one table of strings."""
-    files = sorted(Path(blocks_dir).glob("block-*.csv"))
-    if not files:
-        return pd.DataFrame(columns=COLUMNS)
-    return pd.concat([pd.read_csv(f, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-                      for f in files], ignore_index=True)
-
-
 def returned_files(folder: str | Path | None) -> list[Path]:
     """Returned block files in ``folder`` (sorted); none when the folder is unset or missing."""
     if not folder or not Path(folder).is_dir():
@@ -129,19 +124,19 @@ def returned_files(folder: str | Path | None) -> list[Path]:
 
 
 def read_block(path: Path, expected: pd.DataFrame) -> pd.DataFrame:
-    """Validate one returned block against the exported rows (``expected``: annotation rows with
-    ``block``); return its rows with parsed ``verdict`` (bool), ``added`` (list) and flags (bool).
+    """Validate one returned block against the generated annotation rows (``expected``, as
+    :func:`annotation_rows` builds them; the export's ``block`` column is not used); return its
+    rows with parsed ``verdict`` (bool), ``added`` (list) and flags (bool).
 
-    Errors are :class:`InputError` naming the file, the block, the spreadsheet row (header = 1)
-    and the column."""
+    Each row must have a generated ``row_id`` (once per file), the file's block name in ``block``
+    and the generated ``token`` and ``synonym``; a block holds all rows of its questions, so every
+    row of a question the file annotates must be in it. Errors are :class:`InputError` naming the
+    file, the block, the spreadsheet row (header = 1) and the column."""
     m = BLOCK_FILE.match(path.name)
     if not m:
         raise InputError(path, "not a block file name (block-NNN[.annotator].csv)")
     block = m.group(1)
-    exp = expected[expected["block"] == block]
-    if exp.empty:
-        raise InputError(path, f"block {block}: no such exported block")
-    exp = exp.set_index("row_id")
+    exp = expected.set_index("row_id")
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             text = fh.read()
@@ -170,7 +165,7 @@ def read_block(path: Path, expected: pd.DataFrame) -> pd.DataFrame:
         cell = {c: rec[i] for c, i in col.items()}
         rid = cell["row_id"].strip()
         if rid not in exp.index:
-            raise bad("row_id", f"unknown id {rid!r} (not exported in {block})")
+            raise bad("row_id", f"unknown id {rid!r} (not a generated substitution)")
         if rid in seen:
             raise bad("row_id", f"id {rid!r} repeated (first on row {seen[rid]})")
         seen[rid] = rowno
@@ -197,20 +192,41 @@ def read_block(path: Path, expected: pd.DataFrame) -> pd.DataFrame:
             flags[f] = fv in FLAG_ON
         out.append({"block": block, "row_id": rid, "row": rowno, "verdict": v in YES,
                     "added": added, **flags, "note": cell["note"].strip()})
-    lacking = [r for r in exp.index if r not in seen]
-    if lacking:
+    if not out:
+        raise InputError(path, f"block {block}: no annotated rows")
+    # blocks() never splits a question: a question in this file has all its rows here
+    ids = set(exp.loc[list(seen), "id"])
+    lacking = expected[expected["id"].isin(ids) & ~expected["row_id"].isin(seen)]
+    if len(lacking):
+        r = lacking.iloc[0]
         raise InputError(path, f"block {block}: {len(lacking)} exported row(s) missing, e.g. "
-                               f"row_id {lacking[0]!r}")
+                               f"row_id {r['row_id']!r} (question {r['id']!r} has rows in the file)")
     return pd.DataFrame(out)
 
 
 def read_returned(files: list[Path], expected: pd.DataFrame) -> pd.DataFrame:
-    """All returned blocks, one row per (annotator file, row_id); ``annotator`` = file name part."""
-    frames = []
-    for f in files:
-        df = read_block(Path(f), expected)
-        df.insert(1, "annotator", BLOCK_FILE.match(Path(f).name).group(2) or "")
-        df.insert(2, "file", Path(f).name)
+    """All returned blocks, one row per (annotator file, row_id); ``annotator`` = file name part.
+
+    Besides :func:`read_block`'s checks: a row may be in one block only, and the files of one
+    block (annotated more than once) must hold the same rows."""
+    frames, block_of, rows_of = [], {}, {}
+    for f in map(Path, files):
+        df = read_block(f, expected)
+        block = df.at[0, "block"]
+        for rid, rowno in zip(df["row_id"], df["row"]):
+            other = block_of.setdefault(rid, (block, f.name))
+            if other[0] != block:
+                raise InputError(f, f"block {block}, row {rowno}, column row_id: id {rid!r} is also "
+                                    f"in {other[1]} (block {other[0]})", rowno)
+        rows = set(df["row_id"])
+        first, frows = rows_of.setdefault(block, (f.name, rows))
+        if rows != frows:
+            only = sorted(rows - frows)
+            rid, where = (only[0], f.name) if only else (sorted(frows - rows)[0], first)
+            raise InputError(f, f"block {block}: the rows differ from {first} (same block), e.g. "
+                                f"row_id {rid!r} is only in {where}")
+        df.insert(1, "annotator", BLOCK_FILE.match(f.name).group(2) or "")
+        df.insert(2, "file", f.name)
         frames.append(df)
     if not frames:
         return pd.DataFrame(columns=["block", "annotator", "file", "row_id", "row", "verdict",
@@ -251,7 +267,8 @@ def agreement(ann: pd.DataFrame) -> pd.DataFrame:
 
 
 def decide(ann: pd.DataFrame, expected: pd.DataFrame) -> pd.DataFrame:
-    """One row per annotated substitution: kept?, the replacement used, and why."""
+    """One row per annotated substitution: kept?, the replacement used, and why (``block``: the
+    returned block that holds it)."""
     exp = expected.set_index("row_id")
     out = []
     for rid, grp in ann.groupby("row_id", sort=False):
@@ -269,7 +286,7 @@ def decide(ann: pd.DataFrame, expected: pd.DataFrame) -> pd.DataFrame:
             replacement, reason = added[0], "annotator's synonym"
         else:
             reason = "rejected" if not any_ok else "annotators disagree"
-        out.append({"row_id": rid, "id": exp.at[rid, "id"], "block": exp.at[rid, "block"],
+        out.append({"row_id": rid, "id": exp.at[rid, "id"], "block": grp["block"].iloc[0],
                     "annotations": len(grp), "verdict_ok": int(grp["verdict"].sum()),
                     "kept": replacement is not None, "replacement": replacement, "reason": reason,
                     "added_synonyms": added, **flags,
@@ -308,10 +325,21 @@ def verified_sets(decisions: pd.DataFrame, subs: pd.DataFrame, questions: pd.Dat
 def summary(expected: pd.DataFrame, ann: pd.DataFrame, decisions: pd.DataFrame,
             sets: dict[str, pd.DataFrame], files: list) -> dict:
     return {"verified": True, "files": [Path(f).name for f in files],
-            "blocks_exported": int(expected["block"].nunique()),
             "blocks_returned": int(ann["block"].nunique()),
             "substitutions_exported": len(expected), "substitutions_annotated": len(decisions),
             "substitutions_kept": int(decisions["kept"].sum()),
             "kept_by_reason": decisions["reason"].value_counts().to_dict(),
             "flags": {f: int(decisions[f].sum()) for f in FLAGS},
             "questions": {m: len(df) for m, df in sets.items()}}
+
+
+def verify(expected: pd.DataFrame, files: list, subs: pd.DataFrame, questions: pd.DataFrame,
+           modes=("one", "all")) -> dict:
+    """What rule ``qads_verify`` writes, from the generated annotation rows (``expected``, as
+    :func:`annotation_rows` builds them), the returned block files, the substitutions and the
+    squad_v2 questions: ``sets``, ``decisions``, ``agreement`` and ``summary``."""
+    ann = read_returned(files, expected)
+    decisions = decide(ann, expected)
+    sets = verified_sets(decisions, subs, questions, modes)
+    return {"sets": sets, "decisions": decisions, "agreement": agreement(ann),
+            "summary": summary(expected, ann, decisions, sets, files)}
