@@ -56,7 +56,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="/tmp/c7_scripts")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--winogrande", default="/work/shared/mirror/winogrande/dev.jsonl")
+    ap.add_argument("--winogrande", default="../shared/mirror/winogrande/dev.jsonl")
     ap.add_argument("--report", default="/tmp/c7_scripts_report.json")
     a = ap.parse_args()
     out = Path(a.out)

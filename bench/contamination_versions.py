@@ -43,7 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--old", required=True, help="the src/ directory of the old checkout")
     ap.add_argument("--corpus", default="/tmp/c7_2gb")
-    ap.add_argument("--winogrande", default="/work/shared/mirror/winogrande/dev.jsonl")
+    ap.add_argument("--winogrande", default="../shared/mirror/winogrande/dev.jsonl")
     ap.add_argument("--mb", type=float, default=200)
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()

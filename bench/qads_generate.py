@@ -4,7 +4,7 @@ the replaced words) and 50 seeded random substitutions, for one or more synonym-
 (WSD runs once; each policy is ``<order>:<min_zipf>``, e.g. ``wordnet:none`` = the earlier policy,
 ``wordnet:2.85`` = the default).
 
-    .venv/bin/python bench/qads_generate.py /work/shared/mirror/squad_v2/dev-v2.0.json.gz \
+    .venv/bin/python bench/qads_generate.py ../shared/mirror/squad_v2/dev-v2.0.json.gz \
         results/cache/embeddings OUTDIR [method] [limit|all] [policy ...]
 """
 import json

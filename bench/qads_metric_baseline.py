@@ -1,6 +1,6 @@
 """Official SQuAD 2.0 metric on the real dev file for the always-no-answer baseline.
 
-    .venv/bin/python bench/qads_metric_baseline.py /work/shared/mirror/squad_v2/dev-v2.0.json.gz
+    .venv/bin/python bench/qads_metric_baseline.py ../shared/mirror/squad_v2/dev-v2.0.json.gz
 """
 import json
 import sys

@@ -1,6 +1,6 @@
 """Measure WSD F1 of every method on the unified framework in the mirror (ALL + five data sets).
 
-    .venv/bin/python bench/qads_wsd_eval.py /work/shared/mirror/wsd_eval results/cache/embeddings out.tsv
+    .venv/bin/python bench/qads_wsd_eval.py ../shared/mirror/wsd_eval results/cache/embeddings out.tsv
 """
 import sys
 import time

@@ -620,12 +620,14 @@ def _cfg(files):
 
 
 def test_transient_errors_are_retried_then_succeed(tmp_path, net):
+    from csbench.io import sha256_file
+
     data = b'{"a": 1}\n'
     net.plan = [urllib.error.URLError(ConnectionResetError("reset")), TimeoutError("slow"),
                 urllib.error.HTTPError("u", 503, "busy", {}, None), data]
     got = fetch.fetch_source("s", _cfg({"a.jsonl": None}), tmp_path / "raw")
     assert net.calls == 4 and (tmp_path / "raw" / "a.jsonl").read_bytes() == data
-    assert got["a.jsonl"] == fetch.sha256_file(tmp_path / "raw" / "a.jsonl")
+    assert got["a.jsonl"] == sha256_file(tmp_path / "raw" / "a.jsonl")
 
 
 def test_transient_errors_give_up_after_the_attempts(tmp_path, net):

@@ -127,11 +127,13 @@ def test_cache_per_model_key_and_request(tiny_lm_dir, tmp_path):
     assert s2.stats["unique"] == 1 and changed[0] != first[0]  # edited item text is rescored
 
 
-def test_from_config_and_generate(tiny_lm_dir, tmp_path):
-    cfg = {"lm": {"device": "cpu", "dtype": "float32", "batch_size": 2, "max_batch_size": 8},
-           "cache_dir": str(tmp_path)}
-    s = LMScorer.from_config(tiny_lm_dir, cfg)
-    assert s.batch_size == 2 and s.cache is not None
+def test_open_scorer_and_generate(tiny_lm_dir, tmp_path):
+    from csbench.lm import open_scorer
+
+    lm = {"device": "cpu", "dtype": "float32", "batch_size": 2, "max_batch_size": 8}
+    s = open_scorer(tiny_lm_dir, lm, tmp_path / "lm")
+    assert isinstance(s, LMScorer) and s.batch_size == 2 and s.max_batch_size == 8
+    assert s.cache is not None
     out = s.generate(["Name something", "Q"], max_new_tokens=4, num_samples=3, seed=1)
     assert len(out) == 2 and all(len(x) == 3 and all(isinstance(t, str) for t in x) for x in out)
     with pytest.raises(ValueError):

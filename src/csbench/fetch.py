@@ -14,7 +14,6 @@ message, and the download rule itself is not retried by Snakemake. Archive membe
 from __future__ import annotations
 
 import gzip
-import hashlib
 import http.client
 import logging
 import re
@@ -31,7 +30,7 @@ import zlib
 from pathlib import Path
 
 from .errors import ChecksumError, InputError
-from .io import atomic_path
+from .io import atomic_path, sha256_file
 
 log = logging.getLogger(__name__)
 SKIP = "skip"
@@ -43,14 +42,6 @@ TRANSIENT_HTTP = {408, 425, 429, 500, 502, 503, 504}
 # file keys of sources.<s>.files: relative paths whose segments do not start with a dot (no '..',
 # no absolute paths, nothing outside results/raw/<source>/); the schema holds the same pattern
 FILE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$")
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def wanted_files(source_cfg: dict) -> dict[str, str | None]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -163,6 +164,15 @@ def open_binary(path: str | Path) -> IO[bytes]:
 
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")))
     return open(path, "rb")
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes as stored (read in 1 MiB blocks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _locate_decode_error(path: Path, encoding: str) -> tuple[int | None, int | None]:
@@ -360,13 +370,6 @@ def _tuple(types) -> tuple:
 def _short(value) -> str:
     r = repr(value)
     return r if len(r) <= 60 else r[:57] + "..."
-
-
-def require_fields(path, rec: dict, fields, line: int | None = None) -> None:
-    """Raise :class:`InputError` if ``rec`` lacks any of ``fields``."""
-    missing = [k for k in fields if k not in rec]
-    if missing:
-        raise InputError(path, f"missing field(s) {', '.join(missing)}", line)
 
 
 def write_parquet(df: pd.DataFrame, path: str | Path) -> None:

@@ -25,13 +25,7 @@ from .modelspec import (HUB_PREFIX, OFFLINE_ALIASES, PROVENANCE_COLUMNS,  # noqa
 
 log = logging.getLogger(__name__)
 
-MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
-MARKER = "csbench_model.json"
 PROVENANCE = "provenance.json"
-
-
-def is_random(spec) -> bool:
-    return isinstance(spec, str) and spec.startswith(RANDOM_PREFIX)
 
 
 def builtin_corpus(n_glosses: int = 30000) -> list[str]:
@@ -96,8 +90,9 @@ def build_random_model(shape: str, outdir: str | Path, texts=None, seed: int = 0
     outdir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(outdir)
     tokenizer.save_pretrained(outdir)
-    (outdir / MARKER).write_text(json.dumps({"spec": RANDOM_PREFIX + shape, "random": True,
-                                             "seed": seed}, indent=1))
+    spec = {"kind": "random", "label": RANDOM_PREFIX + shape, "ref": shape}
+    (outdir / PROVENANCE).write_text(json.dumps({"spec": spec, "random": True, "seed": seed},
+                                                indent=1))
     return outdir
 
 
@@ -126,13 +121,11 @@ def is_random_model_dir(path: str | Path) -> bool:
 
 
 def provenance(path: str | Path) -> dict:
-    """The provenance of a materialised model directory (``provenance.json``; older directories
-    have only the ``csbench_model.json`` marker). Unknown for a directory csbench did not make."""
-    path = Path(path)
-    for name in (PROVENANCE, MARKER):
-        f = path / name
-        if f.exists():
-            return json.loads(f.read_text())
+    """The provenance of a materialised model directory (``provenance.json``). Unknown for a
+    directory csbench did not make."""
+    f = Path(path) / PROVENANCE
+    if f.exists():
+        return json.loads(f.read_text())
     return {"spec": {"kind": "dir", "label": str(path)}, "random": False}
 
 
@@ -284,9 +277,6 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
                 snapshot_download(repo_id=src, local_dir=str(tmp))
         if "parameters" not in prov:
             prov["parameters"] = _count_params(tmp)
-        # the old marker is kept for directories read by older code
-        (tmp / MARKER).write_text(json.dumps({"spec": ms.label(), "random": ms.random,
-                                              **({"seed": seed} if ms.random else {})}, indent=1))
         (tmp / PROVENANCE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
     return outdir
 

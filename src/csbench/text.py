@@ -23,11 +23,6 @@ def fold(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def squash_ws(text: str) -> str:
-    """Collapse runs of whitespace to one space and strip."""
-    return _WS.sub(" ", text).strip()
-
-
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (letters/digits, keeping an apostrophe suffix such as "it's")."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())

@@ -18,7 +18,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .fetch import sha256_file
+from .io import sha256_file
 from .modelspec import ModelSpec, Part
 
 log = logging.getLogger(__name__)

@@ -160,11 +160,6 @@ def ngram_hashes(prefix: np.ndarray, n: int) -> np.ndarray:
     return rotl(prefix[n:] ^ prefix[:m - n + 1], q + np.uint64(n - 1))
 
 
-def text_words(text: str) -> list[str]:
-    """The words of a benchmark text exactly as the corpus tokeniser sees them."""
-    return fold(text).split()
-
-
 def text_hashes(text: str) -> tuple[list[str], np.ndarray]:
     """Words and word hashes of a benchmark text (same hash as the corpus side)."""
     buf = normalise_bytes(fold(text).encode("utf-8"))

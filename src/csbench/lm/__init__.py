@@ -1,21 +1,25 @@
 """Shared LM scoring engine: summed continuation log-probabilities from a causal LM.
 
 Two backends behind one interface (:class:`csbench.lm.base.Scorer`): the local PyTorch engine
-:class:`LMScorer` (below) and a served model behind an OpenAI-compatible ``/v1/completions``
+:class:`LMScorer` (:mod:`csbench.lm.score`) and a served model behind an OpenAI-compatible ``/v1/completions``
 endpoint (:mod:`csbench.lm.served`). Tasks get theirs from :func:`open_scorer(model_dir, lm,
 cache_dir) <csbench.lm.backend.open_scorer>`; planning (:mod:`csbench.lm.plan`) and the cache
 (:mod:`csbench.lm.cache`) are shared, only execution differs.
 
-API (stable; 20Q, ProtoQA and WinoWhat code against it)::
+API (stable; 20Q, ProtoQA and WinoWhat code against it). The way in is :func:`open_scorer`;
+no task constructs a backend itself::
 
-    from csbench.lm import LMScorer
+    from csbench.lm import open_scorer
+    from csbench.lm.backend import lm_cache_dir, sample
 
-    scorer = LMScorer(model_dir,                # local dir (resources/models/<name>) or HF id
-                      device="auto",            # auto | cpu | cuda[:N]   (config lm.device)
-                      dtype="auto",             # auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16 | float16
-                      batch_size="auto",        # int, or "auto": largest that fits, OOM backoff
-                      max_batch_size=256,       # bound for "auto"            (config lm.max_batch_size)
-                      cache_dir=None)           # e.g. f"{config['cache_dir']}/lm": per-item SQLite cache
+    scorer = open_scorer(model_dir,             # resources/models/<name> (materialised; a served
+                                                #   model's directory records its endpoint)
+                         lm,                    # the validated config["lm"] section: device, dtype,
+                                                #   batch_size, max_batch_size (local) and served
+                                                #   (endpoints); defaults in the config schema
+                         cache_dir,             # lm_cache_dir(config) = f"{config['cache_dir']}/lm":
+                                                #   per-item SQLite cache, or None
+                         needs=("loglikelihood",))  # a served model is checked for these now
     out = scorer.loglikelihood([(context, continuation), ...], keys=None)
     # -> list of (logprob: float, n_tokens: int), in request order.
     #    logprob = sum over the continuation's tokens of log p(token | context, previous tokens),
@@ -26,9 +30,16 @@ API (stable; 20Q, ProtoQA and WinoWhat code against it)::
     scorer.loglikelihood_rolling(texts)         # -> list of (logprob, n_tokens) of whole texts
     scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
                     top_p=1.0, seed=0, stop=("\\n",))   # -> list[list[str]]
-    # (delegates to csbench.lm.generate, the order-independent sampler ProtoQA uses)
 
-    LMScorer.from_config(model_dir, config)     # reads config["lm"] and config["cache_dir"]
+    sample(model_dir, prompts, num_samples, lm=lm, cache_dir=cache_dir, max_new_tokens=20,
+           temperature=0.69, top_p=0.9, seed=0, chunk=100, stop=...)   # -> list[list[str]]
+    # ProtoQA's sampling: the local sampler (csbench.lm.generate, order-independent, seeded per
+    # prompt) or the served model's completions
+
+For a local model :func:`open_scorer` returns an :class:`LMScorer` (device ``auto | cpu |
+cuda[:N]``; dtype ``auto`` = bf16 on GPU, fp32 on CPU; batch size an int or ``auto``: the largest
+that fits, up to ``max_batch_size``, with OOM backoff); for an ``openai`` spec a
+:class:`csbench.lm.served.ServedScorer`.
 
 Tokenisation follows lm-evaluation-harness exactly (so scores mean what the harness means):
 trailing whitespace of the context moves to the start of the continuation; the continuation's

@@ -19,7 +19,7 @@ depend on which other prompts are in the run or on their order, and the global R
 
 Same samples as before: the random stream is the one of ``model.generate(do_sample=True,
 num_return_sequences=chunk)`` per chunk after ``torch.manual_seed(prompt_seed(seed, prompt))``
-(:func:`sample_completions_generate`, the former implementation, kept as the reference). Per
+(the former implementation; ``tests/test_lm_generate.py`` keeps it as the reference). Per
 step a chunk's ``torch.multinomial`` draws one Exp(1) variate per (sequence, vocabulary entry)
 and each sequence takes ``argmax(probs / noise)``; the loop takes the same draws (see the notes
 above :class:`_Chunk`: on the CPU it computes variates only for tokens with non-zero
@@ -560,51 +560,6 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
              "%.1f s", len(prompts), num_samples, counts["sampled_tokens"],
              counts["sampled_tokens"] / max(counts["samples"], 1), counts["prompt_tokens"],
              counts["seconds"])
-    if stats is not None:
-        stats.update(counts)
-    return out
-
-
-def sample_completions_generate(model, tokenizer, prompts, num_samples: int, *,
-                                max_new_tokens: int = 20, temperature: float = 1.0,
-                                top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-                                chunk: int = 100, stats: dict | None = None) -> list[list[str]]:
-    """The reference: ``model.generate`` per prompt and chunk, every sequence to EOS or
-    ``max_new_tokens`` (the implementation before the decoding loop; slower, kept for checks).
-    ``stats`` as for :func:`sample_completions` (``prompt_tokens`` counts every row), plus
-    ``short_chunks``: chunks that ended before ``max_new_tokens`` (all sequences at EOS)."""
-    import torch
-
-    device = next(model.parameters()).device
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    counts = {"prompt_tokens": 0, "decode_tokens": 0, "sampled_tokens": 0, "samples": 0,
-              "short_chunks": 0}
-    start = time.monotonic()
-    out: list[list[str]] = []
-    for prompt in prompts:
-        ids = tokenizer.encode(prompt) or [tokenizer.eos_token_id]
-        inp = torch.tensor([ids], device=device)
-        torch.manual_seed(prompt_seed(seed, prompt))
-        texts: list[str] = []
-        left = int(num_samples)
-        while left > 0:
-            n = min(chunk, left)
-            with torch.no_grad():
-                gen = model.generate(
-                    input_ids=inp, attention_mask=torch.ones_like(inp), do_sample=True,
-                    temperature=temperature, top_p=top_p, top_k=top_k or None,
-                    max_new_tokens=max_new_tokens, num_return_sequences=n, pad_token_id=pad,
-                )
-            new = gen.shape[1] - inp.shape[1]
-            counts["prompt_tokens"] += n * inp.shape[1]
-            counts["decode_tokens"] += n * (new - 1)
-            counts["sampled_tokens"] += n * new
-            counts["samples"] += n
-            counts["short_chunks"] += new < max_new_tokens
-            texts.extend(tokenizer.batch_decode(gen[:, inp.shape[1]:], skip_special_tokens=True))
-            left -= n
-        out.append(texts)
-    counts["seconds"] = time.monotonic() - start
     if stats is not None:
         stats.update(counts)
     return out

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import time
 from pathlib import Path
 
@@ -108,15 +107,6 @@ class LMScorer(Scorer):
         self._backend_ok: bool | None = None  # backend tokenizer agrees with the wrapper
         self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
                           forward_tokens=0, padded_tokens=0, oom_backoffs=0, seconds=0.0)
-
-    @classmethod
-    def from_config(cls, model_dir, config: dict, **kw) -> "LMScorer":
-        """Build from the validated workflow config (``lm`` section and ``cache_dir``)."""
-        lm = config.get("lm", {})
-        kw.setdefault("cache_dir", os.path.join(config.get("cache_dir", "results/cache"), "lm"))
-        return cls(model_dir, device=lm.get("device", "auto"), dtype=lm.get("dtype", "auto"),
-                   batch_size=lm.get("batch_size", "auto"),
-                   max_batch_size=lm.get("max_batch_size", 256), **kw)
 
     # ------------------------------------------------------------------ public API
     def encode(self, context: str, continuation: str) -> tuple[list[int], list[int]]:

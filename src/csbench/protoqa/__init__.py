@@ -1,9 +1,13 @@
 """ProtoQA: scoring ranked answer lists against crowd answer clusters, and the sampling baseline.
 
-* :mod:`.targets` / :mod:`.predictions`: questions with clusters; both prediction formats.
+* :mod:`.data`: target questions with their answer clusters (from the normalised table or a
+  ProtoQA ``.jsonl``) and predictions files in both formats of the release.
 * :mod:`.matching`: answer-cluster similarity (exact, WordNet, embedding) as score matrices.
 * :mod:`.scoring`: Hungarian assignment, Max Answers@k / Max Incorrect@k, per-file evaluation.
 * :mod:`.baseline`: question -> completion prompt rules and ranked lists from samples.
+
+This module itself holds the metric names and the helpers the rules use to list the configured
+predictions files and generation models.
 
 The numbers follow the reference evaluator iesl/protoqa-evaluator (see docs/protoqa.md).
 """
@@ -13,7 +17,6 @@ METRICS = (
     "max_answers@1", "max_answers@3", "max_answers@5", "max_answers@10", "max_answers@all",
     "max_incorrect@1", "max_incorrect@3", "max_incorrect@5", "max_incorrect@all",
 )
-SIMILARITIES = ("exact", "wordnet", "embedding")
 
 
 def metric_limits(metric: str) -> tuple[int | None, int | None]:

@@ -271,12 +271,6 @@ def score(test: list[dict], preds: dict, na: dict) -> dict:
             "HasAns_n": r.get("HasAns_total", 0), "NoAns_n": r.get("NoAns_total", 0)}
 
 
-def evaluate_model(model, tokenizer, test: list[dict], ft: dict, qa: dict) -> dict:
-    """Predict the held-out SQuAD ``data`` list and score it with the official metric."""
-    preds, na = predict_set(model, tokenizer, test, ft, qa)
-    return score(test, preds, na)
-
-
 def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
              predictions: dict | None = None) -> list[dict]:
     """Score the un-fine-tuned model (``score_base``) and a copy fine-tuned on the other folds on

@@ -6,9 +6,6 @@ import pandas as pd
 from ..data.squad_v2 import to_squad_json
 from . import wsd as _wsd
 
-QUESTION_SETS = ("original", "one", "all")
-
-
 def select_questions(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     """Apply ``qads.questions`` (id filter, seeded sample) keeping file order."""
     if cfg.get("ids"):
