@@ -357,3 +357,41 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
             problems.append(f"{key}: reruns {sorted(extra)} it does not declare"
                             * bool(extra) + f"; does not rerun {sorted(missing)}" * bool(missing))
     assert not problems, "\n".join(problems)
+
+
+def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
+    """Issue 29: a mirror file edited in place was not noticed (the download rules had no
+    inputs). Now a source's mirror files are its download rule's inputs: an edited one reruns the
+    download and what reads the source, and nothing of the other sources. (The demo's mirror is
+    the repository's: the finished demo is pointed at a copy of it whose WSC file is edited.)"""
+    import shutil
+
+    link = demo_run / "resources" / "demo"
+    shadow = tmp_path / "demo"
+    shadow.mkdir()
+    for child in (REPO / "resources/demo").iterdir():
+        if child.name != "mirror":
+            (shadow / child.name).symlink_to(child)
+    (shadow / "mirror").mkdir()
+    for child in (REPO / "resources/demo/mirror").iterdir():
+        if child.name != "wsc273":
+            (shadow / "mirror" / child.name).symlink_to(child)
+    shutil.copytree(REPO / "resources/demo/mirror/wsc273", shadow / "mirror/wsc273")
+    edited = shadow / "mirror/wsc273/WSCollection.xml"
+    edited.write_text(edited.read_text() + "<!-- edited -->\n")
+    spec = tmp_path / "changes.json"
+    spec.write_text(json.dumps({"edited": {}}))
+    env = dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
+    link.unlink()
+    try:
+        link.symlink_to(shadow)
+        proc = subprocess.run([sys.executable, str(REPO / "tests/rerun_sets.py"), str(demo_run),
+                               str(REPO / "resources/demo/config.yaml"), str(spec)],
+                              capture_output=True, text=True, env=env)
+    finally:
+        link.unlink()
+        link.symlink_to(REPO / "resources" / "demo")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])["edited"]
+    assert "download_wsc273" in got and "normalise" in got, got
+    assert not {r for r in got if r.startswith("download_")} - {"download_wsc273"}, got

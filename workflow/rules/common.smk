@@ -5,14 +5,20 @@ from csbench.fetch import mirror_file, wanted_files
 from csbench.modelspec import check_config_models
 
 
+# Names that become paths are plain names (no '/', no leading dot, so never '.' or '..'): a
+# model named '..' once made a job's directory output resources/models/.., which Snakemake
+# removes before the job runs. The schema refuses such names in the config too.
+PLAIN_NAME = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"
+
+
 wildcard_constraints:
     source="|".join(csbench.data.SOURCES),
-    table=r"[A-Za-z0-9_.-]+",
-    model=r"[A-Za-z0-9._-]+",
+    table=PLAIN_NAME,
+    model=PLAIN_NAME,
     dataset=r"[A-Za-z0-9_]+",
     variant=r"[A-Za-z0-9_]+",
     shard=r"\d+",
-    name=r"[A-Za-z0-9._-]+",
+    name=PLAIN_NAME,
 
 
 RAW = "results/raw"

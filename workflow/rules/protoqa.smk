@@ -52,7 +52,7 @@ rule protoqa_eval:
         f"{PROTOQA}/eval/{{predictions}}/{{similarity}}.tsv",
     wildcard_constraints:
         similarity="exact|wordnet|embedding",
-        predictions=r"[A-Za-z0-9._-]+",
+        predictions=PLAIN_NAME,
     params:
         encoder=lambda wc: embedder_spec() if wc.similarity == "embedding" else None,
         threshold=lambda wc: PQ["embedding_threshold"] if wc.similarity == "embedding" else None,
@@ -80,7 +80,7 @@ rule protoqa_issues:
     output:
         f"{PROTOQA}/eval/{{predictions}}/issues.tsv",
     wildcard_constraints:
-        predictions=r"[A-Za-z0-9._-]+",
+        predictions=PLAIN_NAME,
     log:
         "logs/protoqa/eval/{predictions}/issues.log",
     threads: 1
