@@ -16,6 +16,7 @@ prompts = [question_to_prompt(questions[q].question) for q in qids]
 start = time.time()
 samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or served model
                  lm=snakemake.params.lm, cache_dir=snakemake.params.cache,
+                 names=[f"question {q}" for q in qids],  # named if its prompt is too long
                  device=snakemake.params.device, dtype=snakemake.params.dtype,
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],

@@ -327,12 +327,12 @@ class ScoreCache:
         why = _texts_problem(blob)
         if why is not None:
             raise ValueError(f"LM cache {self.path}: refusing to store samples {req[:12]}: {why}")
+        checksum = samples_checksum(self.model_key, req, blob)
 
         def write(con):
             with con:
                 con.execute("INSERT OR REPLACE INTO samples (model, req, texts, checksum) "
-                            "VALUES (?,?,?,?)",
-                            (self.model_key, req, blob, samples_checksum(self.model_key, req, blob)))
+                            "VALUES (?,?,?,?)", (self.model_key, req, blob, checksum))
 
         self._run(write)
 

@@ -262,8 +262,8 @@ class LMScorer(Scorer):
                     f"{describe_request(offset + i, ckeys[i][0], *requests[i])}: the model gave "
                     f"log-prob {scores[u][0]!r}: {why} (an overflow in {self.dtype}? try "
                     "lm.dtype: float32); nothing of it was cached")
-            results[i] = scores[u]
-            new.append((ckeys[i][0], ckeys[i][1], scores[u][0], scores[u][1]))
+            results[i] = (min(scores[u][0], 0.0), scores[u][1])  # as the cache stores it
+            new.append((ckeys[i][0], ckeys[i][1], *results[i]))
         if self.cache is not None and new:
             self.cache.put(new)
 
