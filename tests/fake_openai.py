@@ -1,6 +1,7 @@
 """A small fake OpenAI-compatible server (http.server) for the served-model tests: /v1/models and
 /v1/completions with echo+logprobs and sampling, and switches for every failure the client must
-handle (a key, no log-probs, a wrong model list, 5xx/429 bursts, dying mid-run)."""
+handle (a key, no log-probs, a wrong model list, 5xx/429 bursts, dying mid-run, invalid
+log-prob values, prompts longer than its context window)."""
 from __future__ import annotations
 
 import json
@@ -48,6 +49,11 @@ class FakeServer:
         # shift: echoed log-probs are off by one position unless the prompt starts with START
         # (as llama-cpp-python 0.3 with a model that adds no start token); START is then dropped
         self.shift = shift
+        # poison: {substring: value}: an echoed prompt containing the substring gets ``value``
+        # (NaN, inf, a positive number, a string...) as the log-prob of its last prompt token
+        self.poison: dict = {}
+        # n_ctx: prompts whose tokens plus max_tokens exceed it are refused as llama.cpp does
+        self.n_ctx: int | None = None
         self.fail_next = 0          # answer this many requests with fail_status
         self.fail_status = 503
         self.die_after = None       # after this many completions, drop every connection
@@ -115,6 +121,12 @@ class FakeServer:
                         return
                     fake.completions += 1
                 prompt = body["prompt"]
+                if fake.n_ctx is not None:
+                    want = len(tokens(prompt)) + int(body.get("max_tokens") or 16)
+                    if want > fake.n_ctx:
+                        return self._send(400, {"error": {
+                            "message": f"Requested tokens ({want}) exceed context window of "
+                                       f"{fake.n_ctx}", "type": "invalid_request_error"}})
                 started = prompt.startswith(START)
                 if started:
                     prompt = prompt[len(START):]
@@ -136,6 +148,9 @@ class FakeServer:
                               "top_logprobs": None}
                     if lp is not None and fake.shift and not started:
                         lp["token_logprobs"] = lp["token_logprobs"][1:] + [-1.0]
+                    for part, value in fake.poison.items():
+                        if lp is not None and part in prompt:
+                            lp["token_logprobs"][-2] = value  # the last prompt token
                     return self._send(200, {"choices": [{"index": 0, "text": prompt + " x",
                                                          "logprobs": lp}]})
                 n = int(body.get("n", 1)) if fake.honour_n else 1

@@ -342,3 +342,64 @@ def test_cpu_auto_batches_hold_fewer_long_rows(tiny_lm_dir, monkeypatch):
     assert all(abs(x[0] - y[0]) <= 1e-5 and x[1] == y[1] for x, y in zip(got, ref))
     fixed = LMScorer(tiny_lm_dir, device="cpu", batch_size=32)
     assert fixed._row_weight(S.Row(list(range(500)))) == 1
+
+
+# ---------------------------------------------------------------- the window (issue 29)
+def harness(scorer, context, continuation, L):
+    """lm-evaluation-harness 0.4's HFLM._loglikelihood_tokens for one request and window L."""
+    ctx, cont = scorer.encode(context, continuation)
+    assert len(cont) <= L  # the harness asserts it
+    inp = (ctx + cont)[-(L + 1):][:-1]
+    with torch.no_grad():
+        logp = torch.log_softmax(scorer.model(torch.tensor([inp])).logits[0].float(), -1)
+    rows = logp[len(inp) - len(cont):len(inp)]
+    return sum(rows[k, t].item() for k, t in enumerate(cont)), len(cont)
+
+
+LONG_CTX = " ".join(f"word{i}" for i in range(30))
+
+
+def test_context_truncation_is_counted_logged_and_matches_the_harness(tiny_lm_dir, caplog):
+    s = LMScorer(tiny_lm_dir, device="cpu", max_length=16)
+    reqs = [(LONG_CTX, " and the end."), (LONG_CTX, " x"), ("Short", " fits.")] + REQS[:4]
+    with caplog.at_level("WARNING", logger="csbench.lm.score"):
+        got = s.loglikelihood(reqs, keys=[f"k{i}" for i in range(len(reqs))])
+    for (c, x), (lp, n) in zip(reqs, got):
+        ref_lp, ref_n = harness(s, c, x, 16)
+        assert n == ref_n and abs(lp - ref_lp) <= 1e-5
+    cut = sum(len(c) + len(x) > 17 for c, x in (s.encode(*r) for r in reqs))
+    assert 2 <= cut < len(reqs) and s.stats["truncated"] == cut
+    msg = "\n".join(r.getMessage() for r in caplog.records)
+    assert (f"{cut} of 7 requests had their context left-truncated to fit the model's window of "
+            "16 tokens (lm-evaluation-harness truncates the same way)") in msg
+    assert "request 0 (key 'k0')" in msg
+    again = LMScorer(tiny_lm_dir, device="cpu")  # the model's own window (512): nothing cut
+    again.loglikelihood(reqs)
+    assert again.stats["truncated"] == 0
+
+
+def test_continuation_longer_than_the_window_is_an_error(tiny_lm_dir, tmp_path):
+    from csbench.lm.base import RequestError
+
+    s = LMScorer(tiny_lm_dir, device="cpu", max_length=16, cache_dir=tmp_path)
+    _, cont = s.encode("Hello", " " + LONG_CTX)
+    assert len(cont) > 16
+    with pytest.raises(RequestError, match=rf"request 1 \(key 'wg/orig/7/2'\): context 'Hello', "
+                                           rf"continuation ' word0 word1.*: the continuation is "
+                                           rf"{len(cont)} tokens, longer than the model's window "
+                                           "of 16 tokens"):
+        s.loglikelihood([("Hello", " there"), ("Hello", " " + LONG_CTX)],
+                        keys=["wg/orig/7/1", "wg/orig/7/2"])
+    # a continuation of exactly the window fits (the harness's limit), scored as the harness does
+    exact = next(t for t in (" a" * k for k in range(1, 40)) if len(s.encode("Hello", t)[1]) == 16)
+    (lp, n), = s.loglikelihood([("Hello", exact)])
+    assert n == 16 and abs(lp - harness(s, "Hello", exact, 16)[0]) <= 1e-5
+
+
+def test_scorer_generate_refuses_prompts_past_the_window(tiny_lm_dir):
+    from csbench.lm.base import RequestError
+
+    s = LMScorer(tiny_lm_dir, device="cpu", max_length=16)
+    with pytest.raises(RequestError, match=r"prompt 1 \(question q9\) 'word0.*: \d+ prompt tokens "
+                                           r"\+ max_new_tokens 4 exceed the model's window of 16"):
+        s.generate(["Hi", LONG_CTX], max_new_tokens=4, names=["question q1", "question q9"])

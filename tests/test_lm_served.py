@@ -4,9 +4,10 @@ log-probs, 5xx/429 bursts, a server that dies mid-run)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from fake_openai import FakeServer, expected, free_port
+from fake_openai import FakeServer, expected, free_port, token_logprob, tokens
 
 from csbench.errors import ConfigError
 from csbench.lm import open_scorer
@@ -290,3 +291,59 @@ def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
     assert items["loglik1"].notna().all()
     assert (items["model_source"] == f"openai:fake-lm@http://127.0.0.1:{port}/v1").all()
     assert resent == set()
+
+
+# ---------------------------------------------------------------- invalid values, window (issue 29)
+def _stored_keys(tmp_path, fake):
+    """The caller keys of the scores cached for the fake endpoint."""
+    import sqlite3
+
+    (path,) = (tmp_path / "cache").glob("lm-*.sqlite")
+    with sqlite3.connect(path) as con:
+        return {k for (k,) in con.execute("SELECT key FROM scores")}
+
+
+@pytest.mark.parametrize("value, shown", [
+    (float("nan"), "nan.*NaN"), (float("-inf"), "-inf.*infinite"), (float("inf"), "inf.*infinite"),
+    (0.5, "0.5.*positive"), ("-0.5", "'-0.5'.*not a number"), (True, "True.*not a number")])
+def test_invalid_served_logprob_fails_naming_endpoint_request_value_and_is_not_cached(
+        tmp_path, value, shown):
+    keys = [f"k{i}" for i in range(len(REQS))]
+    with FakeServer() as fake:
+        fake.poison = {"Alice thanked Bob because he helped": value}
+        s = scorer(fake, tmp_path, max_concurrency=1)
+        with pytest.raises(ServedError) as err:
+            s.loglikelihood(REQS, keys=keys)
+    msg = str(err.value)
+    assert f"openai:fake-lm@{fake.base_url}" in msg
+    assert "request 2 (key 'k2')" in msg and "he helped her." in msg
+    assert re.search(shown, msg), msg
+    assert "nothing of this answer was cached" in msg
+    assert "k2" not in _stored_keys(tmp_path, fake) and "k6" not in _stored_keys(tmp_path, fake)
+
+
+def test_logprob_a_hair_above_zero_counts_as_zero(tmp_path):
+    with FakeServer() as fake:
+        fake.poison = {"Alice thanked Bob because he helped": 5e-5}
+        s = scorer(fake, tmp_path)
+        got = s.loglikelihood(REQS[2:3])
+    ctx, cont = REQS[2]
+    want = sum(token_logprob(ctx + cont[:off], tok) for off, tok in tokens(cont)[:-1])
+    assert got == [(pytest.approx(want, abs=1e-9), 3)] and s.stats["clamped_logprobs"] == 1
+
+
+def test_prompt_past_the_servers_context_is_named(tmp_path):
+    long = ("It was a dark and stormy night and", " the rain fell " * 12)
+    with FakeServer() as fake:
+        fake.n_ctx = 20
+        s = scorer(fake, tmp_path)
+        assert s.loglikelihood(REQS[:1])  # short prompts fit
+        with pytest.raises(ServedError, match=r"HTTP 400 .*exceed context window of 20.*"
+                                              r"request 1 \(key 'long'\): context .*stormy night "
+                                              r"and'.*seems not to fit in the server's context"):
+            s.loglikelihood([REQS[0], long], keys=["short", "long"])
+        d = served_dir(tmp_path, fake.base_url)
+        with pytest.raises(ServedError, match=r"prompt 1 \(question q2\) 'Name something.*"
+                                              r"max_tokens seems not to fit"):
+            sample(d, ["One fruit is", "Name something " * 10], 2, lm={"served": FAST},
+                   names=["question q1", "question q2"], max_new_tokens=5)

@@ -37,3 +37,21 @@ def test_sampling_is_seeded_and_order_independent(tiny_lm_dir):
     b = sample_completions(model, tok, ["One sport is", "One thing is"], 5, **kw)
     assert len(a) == 2 and all(len(x) == 5 for x in a)
     assert a[0] == b[1] and a[1] == b[0]
+
+
+def test_prompt_past_the_window_is_refused_naming_the_question(tiny_lm_dir):
+    """A prompt whose tokens plus max_new_tokens exceed the window (512 for tiny-gpt2) is
+    refused before anything is sampled (lm-evaluation-harness would left-truncate it)."""
+    from csbench.lm.backend import sample
+    from csbench.lm.base import RequestError
+
+    prompts = [question_to_prompt("name a fruit."), question_to_prompt("name a colour.")]
+    kw = dict(device="cpu", seed=1, chunk=2, names=["question q1", "question q2"])
+    assert len(sample(tiny_lm_dir, prompts, 2, max_new_tokens=4, **kw)) == 2
+    with pytest.raises(RequestError, match=r"prompt 0 \(question q1\) 'One fruit is': \d+ prompt "
+                                           r"tokens \+ max_new_tokens 510 exceed the model's "
+                                           r"window of 512 tokens"):
+        sample(tiny_lm_dir, prompts, 2, max_new_tokens=510, **kw)
+    long = question_to_prompt("name something " + "very " * 600 + "big.")
+    with pytest.raises(RequestError, match=r"prompt 1 \(question q2\) 'One thing very very"):
+        sample(tiny_lm_dir, [prompts[0], long], 2, max_new_tokens=4, **kw)

@@ -18,6 +18,7 @@ start = time.time()
 # cache location cannot change a sample: read from the config
 samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or served model
                  lm=snakemake.config["lm"], cache_dir=lm_cache_dir(snakemake.config),
+                 names=[f"question {q}" for q in qids],  # named if its prompt is too long
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],
                  stop=SENTENCE_ENDS)  # each sample stops at its first sentence end

@@ -15,6 +15,7 @@ train, test = pd.read_parquet(snakemake.input.train), pd.read_parquet(snakemake.
 scorer = open_scorer(snakemake.input.model, snakemake.config["lm"],  # local or served
                      lm_cache_dir(snakemake.config))
 items = score_items(scorer.loglikelihood, test, train, variants=cfg["variants"], seed=cfg["seed"])
+log.info("engine stats: %s", scorer.stats)  # truncated contexts, cache entries rejected
 items = nll_by_quartile(items, pd.read_parquet(snakemake.input.freq))
 table = metrics(items)
 table.insert(0, "model", snakemake.wildcards.model)

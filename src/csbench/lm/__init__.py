@@ -16,7 +16,9 @@ no task constructs a backend itself::
                                                 #   model's directory records its endpoint)
                          lm,                    # the validated config["lm"] section: device, dtype,
                                                 #   batch_size, max_batch_size (local) and served
-                                                #   (endpoints); defaults in the config schema
+                                                #   (endpoints), refresh_cache (True: read no cache
+                                                #   entry, recompute and overwrite); defaults in
+                                                #   the config schema
                          cache_dir,             # lm_cache_dir(config) = f"{config['cache_dir']}/lm":
                                                 #   per-item SQLite cache, or None
                          needs=("loglikelihood",))  # a served model is checked for these now
@@ -26,10 +28,12 @@ no task constructs a backend itself::
     #    n_tokens = number of continuation tokens.
     # keys: optional list of str cache keys, one per request (e.g. "winogrande_dev/orig/<id>/1");
     #    with cache_dir set, results are cached per (model, key, request text) and reused.
+    # A continuation longer than the window is a RequestError (csbench.lm.base) naming the
+    #    request; contexts cut to fit are counted in scorer.stats["truncated"] and logged.
 
     scorer.loglikelihood_rolling(texts)         # -> list of (logprob, n_tokens) of whole texts
     scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
-                    top_p=1.0, seed=0, stop=("\\n",))   # -> list[list[str]]
+                    top_p=1.0, seed=0, stop=("\\n",), names=None)   # -> list[list[str]]
 
     sample(model_dir, prompts, num_samples, lm=lm, cache_dir=cache_dir, max_new_tokens=20,
            temperature=0.69, top_p=0.9, seed=0, chunk=100, stop=...)   # -> list[list[str]]
@@ -45,7 +49,11 @@ Tokenisation follows lm-evaluation-harness exactly (so scores mean what the harn
 trailing whitespace of the context moves to the start of the continuation; the continuation's
 tokens are those of ``tokenize(context + continuation)`` after the first ``len(tokenize(context))``;
 an empty context is replaced by the end-of-text token. Sequences longer than the model's window
-are left-truncated.
+are left-truncated as the harness does (the last ``window + 1`` tokens of context + continuation),
+counted and logged; a continuation that does not fit in the window is an error (the harness
+asserts it never happens). Every log-probability that enters a score is finite and <= 0 (up to
+1e-4 for a served value); the cache stores nothing else and checks a checksum on every read
+(:mod:`csbench.lm.cache`).
 
 Speed: requests are tokenised in one batched call (each distinct text once), sorted by length
 (longest first) and batched (right padding, no padding inside the real tokens; on CPU with the
@@ -73,8 +81,9 @@ mid-way keeps every finished chunk.
 from __future__ import annotations
 
 from .backend import open_scorer
+from .base import RequestError
 from .cache import request_fingerprint
 from .plan import encode_pair
 from .score import LMScorer
 
-__all__ = ["LMScorer", "encode_pair", "open_scorer", "request_fingerprint"]
+__all__ = ["LMScorer", "RequestError", "encode_pair", "open_scorer", "request_fingerprint"]

@@ -21,8 +21,10 @@ def served_spec(model_dir) -> dict | None:
 
 def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None = None,
                 needs=("loglikelihood",), **kw):
-    """The scorer of a model directory with the ``lm`` config section's settings (keys left out
-    take the schema's defaults); a served model is checked for ``needs`` now."""
+    """The scorer of a model directory with the ``lm`` config section's settings (``device``,
+    ``dtype``, ``batch_size``, ``max_batch_size``, ``served``, ``refresh_cache``: read no cache
+    entry, recompute and overwrite them; keys left out take the schema's defaults); a served
+    model is checked for ``needs`` now."""
     lm = lm_settings(lm)
     spec = served_spec(model_dir)
     if spec is not None:
@@ -34,7 +36,8 @@ def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None 
     from .score import LMScorer
 
     return LMScorer(model_dir, device=lm["device"], dtype=lm["dtype"], batch_size=lm["batch_size"],
-                    max_batch_size=lm["max_batch_size"], cache_dir=cache_dir, **kw)
+                    max_batch_size=lm["max_batch_size"], cache_dir=cache_dir,
+                    refresh_cache=lm["refresh_cache"], **kw)
 
 
 def lm_settings(lm: dict | None) -> dict:
@@ -47,11 +50,12 @@ def lm_settings(lm: dict | None) -> dict:
 
 
 def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_dir=None,
-           **kw) -> list[list[str]]:
+           names=None, **kw) -> list[list[str]]:
     """Sampled completions (``num_samples`` per prompt) from a model directory: the local
     sampler (:func:`csbench.lm.generate.sample_from_dir`, given ``kw`` as they are) or the served
     model (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``; ``stop`` when it is a list of
-    strings, else a newline; cached per request)."""
+    strings, else a newline; cached per request). ``names``: one name per prompt (e.g.
+    ``question <id>``) for error messages, such as a prompt that does not fit the window."""
     lm = lm_settings(lm)
     spec = served_spec(model_dir)
     if spec is None:
@@ -59,14 +63,15 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
 
         kw.setdefault("device", lm["device"])
         kw.setdefault("dtype", lm["dtype"])
-        return sample_from_dir(model_dir, prompts, num_samples, **kw)
+        return sample_from_dir(model_dir, prompts, num_samples, names=names, **kw)
     stop = kw.get("stop")
     if not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop)):
         stop = ("\n",)  # a pattern (the local sampler's) cannot be sent: cut at a newline
     scorer = open_scorer(model_dir, lm, cache_dir, needs=("sampling",))
     return scorer.generate(prompts, max_new_tokens=kw.get("max_new_tokens", 16),
                            num_samples=num_samples, temperature=kw.get("temperature", 1.0),
-                           top_p=kw.get("top_p", 1.0), seed=kw.get("seed", 0), stop=stop)
+                           top_p=kw.get("top_p", 1.0), seed=kw.get("seed", 0), stop=stop,
+                           names=names)
 
 
 def lm_cache_dir(config: dict) -> str:

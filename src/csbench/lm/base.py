@@ -5,7 +5,29 @@ from __future__ import annotations
 
 import time
 
+from ..errors import CsbenchError
 from .cache import request_fingerprint
+
+
+class RequestError(CsbenchError, ValueError):
+    """A request the model cannot answer as asked (a continuation longer than the model's
+    window, a prompt that leaves no room to generate, a continuation without tokens); the message
+    names the request."""
+
+
+def describe_request(index: int, key: str | None, context: str, continuation: str) -> str:
+    """``request <i> (key '<key>'): context '…<its end>', continuation '<its start>…'`` for
+    error messages."""
+    ctx = ("…" if len(context) > 40 else "") + repr(context[-40:])
+    cont = repr(continuation[:40]) + ("…" if len(continuation) > 40 else "")
+    return f"request {index}" + (f" (key {key!r})" if key else "") + f": context {ctx}, " \
+        f"continuation {cont}"
+
+
+def describe_prompt(index: int, name: str | None, prompt: str) -> str:
+    """``prompt <i> (<name>) '<its start>…'`` for error messages."""
+    text = repr(prompt[:60]) + ("…" if len(prompt) > 60 else "")
+    return f"prompt {index}" + (f" ({name})" if name else "") + f" {text}"
 
 
 class Scorer:
@@ -15,13 +37,24 @@ class Scorer:
     backend = "?"
 
     def __init__(self):
-        self.stats = dict(requests=0, unique=0, cached=0, seconds=0.0)
+        self.stats = dict(requests=0, unique=0, cached=0, cache_rejected=0, seconds=0.0)
 
     def loglikelihood(self, requests, keys=None) -> list[tuple[float, int]]:
         """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``."""
         requests = [(str(c), str(x)) for c, x in requests]
-        if keys is not None and len(keys) != len(requests):
-            raise ValueError("keys must have one entry per request")
+        if keys is not None:
+            keys = list(keys)
+            if len(keys) != len(requests):
+                raise ValueError("keys must have one entry per request")
+        return self._loglikelihood(requests, keys)
+
+    def _loglikelihood(self, requests, keys) -> list[tuple[float, int]]:
+        return self._lookup_and_score(requests, keys, None, 0)
+
+    def _lookup_and_score(self, requests, keys, prep, offset: int) -> list[tuple[float, int]]:
+        """Answer ``requests`` (``offset``: the index of the first in the caller's list, for
+        messages) from the cache, then score the rest with ``_score_todo`` (``prep``: the
+        backend's per-request preparation, e.g. token ids, or None)."""
         t0 = time.perf_counter()
         self.stats["requests"] += len(requests)
         results: list[tuple[float, int] | None] = [None] * len(requests)
@@ -33,22 +66,25 @@ class Scorer:
                 if ck in hit:
                     results[i] = hit[ck]
             self.stats["cached"] += len(hit)
+            self.stats["cache_rejected"] = self.cache.rejected
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
-            self._score_todo(requests, todo, results, ckeys)
+            self._score_todo(requests, todo, results, ckeys, prep, offset)
         self.stats["seconds"] += time.perf_counter() - t0
         return results  # type: ignore[return-value]
 
-    def _score_todo(self, requests, todo, results, ckeys) -> None:  # pragma: no cover
+    def _score_todo(self, requests, todo, results, ckeys, prep,
+                    offset) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def loglikelihood_rolling(self, texts) -> list[tuple[float, int]]:
-        """Log-probability of whole texts (conditioned on the start-of-text token)."""
+        """Log-probability of whole texts (conditioned on the start-of-text token); a text
+        longer than the model's window is an error (no rolling windows)."""
         return self.loglikelihood([("", t) for t in texts])
 
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
-                 stop=("\n",)) -> list[list[str]]:  # pragma: no cover
+                 stop=("\n",), names=None) -> list[list[str]]:  # pragma: no cover
         raise NotImplementedError
 
     def describe(self) -> str:

@@ -6,15 +6,43 @@ key says which model answered: the local weights' fingerprint and dtype
 (:func:`model_fingerprint`), or a served endpoint and model name (:mod:`csbench.lm.served`). Rows
 are written as results arrive, so an interrupted run resumes where it stopped and a rerun sends
 or computes nothing twice.
+
+Integrity (issue 29):
+
+* Only valid values are stored: a log-probability must be a finite number <= 0 (up to
+  :data:`LOGPROB_TOLERANCE`) and a token count an integer >= 1; :meth:`ScoreCache.put` raises
+  otherwise (nothing of the batch is written).
+* Every row carries a checksum of its key and values (:func:`score_checksum`), verified on read.
+  A row that fails it, or holds an invalid value (a NULL, NaN, a positive number), is a miss: it
+  is recomputed and overwritten, counted in :attr:`ScoreCache.rejected` and logged.
+* A file written before checksums existed is migrated when it is opened: the column is added and
+  its valid rows are checksummed (trusted once; invalid ones are dropped), in one transaction.
+* A corrupt file (``database disk image is malformed``, ``file is not a database``, met when
+  opening or at any read or write) is moved aside to ``<file>.corrupt-<timestamp>`` with a
+  warning naming both paths, and a fresh cache is used.
+* ``refresh=True`` (config ``lm.refresh_cache``): nothing is read; everything is recomputed and
+  overwritten.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# A log-probability read from a server may exceed 0 by rounding (a token of probability 1):
+# values in (0, LOGPROB_TOLERANCE] count as 0; anything larger is an error.
+LOGPROB_TOLERANCE = 1e-4
+
+# SQLite's primary result codes for a damaged file.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 
 def request_fingerprint(context: str, continuation: str) -> str:
@@ -40,45 +68,282 @@ def model_fingerprint(model_dir: str | Path) -> str:
     return h.hexdigest()
 
 
+def logprob_problem(value) -> str | None:
+    """Why ``value`` is not a log-probability (None when it is one): a real number (not a
+    string, not a bool), finite, <= :data:`LOGPROB_TOLERANCE`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"not a number ({type(value).__name__})"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "infinite"
+    if value > LOGPROB_TOLERANCE:
+        return f"positive (more than {LOGPROB_TOLERANCE:g} above 0)"
+    return None
+
+
+def score_problem(logprob, n_tokens) -> str | None:
+    """Why (logprob, n_tokens) is not a valid score (None when it is one)."""
+    if logprob is None:
+        return "the log-prob is NULL"
+    why = logprob_problem(logprob)
+    if why is not None:
+        return f"the log-prob is {why}"
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
+        return "the token count is not an integer >= 1"
+    return None
+
+
+def score_checksum(model: str, key: str, req: str, logprob: float, n_tokens: int) -> str:
+    """Checksum of one ``scores`` row: its key and its values (the float's exact bits)."""
+    text = f"{model}\x1f{key}\x1f{req}\x1f{float(logprob).hex()}\x1f{int(n_tokens)}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def samples_checksum(model: str, req: str, texts_json: str) -> str:
+    """Checksum of one ``samples`` row (the stored JSON text of the samples)."""
+    return hashlib.sha256(f"{model}\x1f{req}\x1f{texts_json}".encode("utf-8")).hexdigest()[:32]
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Whether an SQLite error says the file is damaged (not locked, not busy)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
 class ScoreCache:
     """SQLite cache of scores (and sampled texts) for one model key; safe to share between the
-    threads of one process (one connection, a lock)."""
+    threads of one process (one connection, a lock). See the module docstring for integrity."""
 
-    def __init__(self, cache_dir: str | Path, model_key: str):
+    def __init__(self, cache_dir: str | Path, model_key: str, refresh: bool = False):
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         self.path = Path(cache_dir) / f"lm-{model_key[:24]}.sqlite"
         self.model_key = model_key
+        self.refresh = bool(refresh)
+        self.rejected = 0        # rows read back that failed their checksum or held invalid values
+        self.moved_aside: list[Path] = []   # corrupt files moved aside by this cache
         self._lock = threading.Lock()
-        self.con = sqlite3.connect(str(self.path), timeout=120, check_same_thread=False)
-        self.con.execute("PRAGMA journal_mode=WAL")
-        self.con.execute("CREATE TABLE IF NOT EXISTS scores (model TEXT, key TEXT, req TEXT, "
-                         "logprob REAL, n_tokens INTEGER, PRIMARY KEY (model, key, req))")
-        self.con.execute("CREATE TABLE IF NOT EXISTS samples (model TEXT, req TEXT, texts TEXT, "
-                         "PRIMARY KEY (model, req))")
-        self.con.commit()
+        self.con = None
+        self._ident = None
+        try:
+            self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            self._move_aside(exc)
+            self._connect()
+        if self.refresh:
+            log.warning("LM cache %s: lm.refresh_cache is set: no entry is read; every request "
+                        "is recomputed and its entry overwritten", self.path)
 
-    def get(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int]]:
-        out = {}
+    # ------------------------------------------------------------------ file handling
+    def _connect(self) -> None:
+        con = sqlite3.connect(str(self.path), timeout=120, check_same_thread=False)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("CREATE TABLE IF NOT EXISTS scores (model TEXT, key TEXT, req TEXT, "
+                        "logprob REAL, n_tokens INTEGER, checksum TEXT, "
+                        "PRIMARY KEY (model, key, req))")
+            con.execute("CREATE TABLE IF NOT EXISTS samples (model TEXT, req TEXT, texts TEXT, "
+                        "checksum TEXT, PRIMARY KEY (model, req))")
+            con.commit()
+            self._migrate(con)
+        except BaseException:
+            con.close()
+            raise
+        self.con = con
+        st = os.stat(self.path)
+        self._ident = (st.st_dev, st.st_ino)
+
+    def _migrate(self, con) -> None:
+        """Add the checksum column to a file written before it existed: valid rows are
+        checksummed (trusted this once), invalid ones dropped; one transaction."""
+        def missing():
+            return [t for t in ("scores", "samples")
+                    if "checksum" not in [r[1] for r in con.execute(f"PRAGMA table_info({t})")]]
+
+        if not missing():
+            return
+        con.execute("BEGIN IMMEDIATE")  # another job may be migrating the same file
+        try:
+            todo = missing()
+            kept = dropped = 0
+            if "scores" in todo:
+                con.execute("ALTER TABLE scores ADD COLUMN checksum TEXT")
+                rows = con.execute("SELECT rowid, model, key, req, logprob, n_tokens FROM scores"
+                                   ).fetchall()
+                for rowid, model, key, req, lp, n in rows:
+                    if score_problem(lp, n) is None:
+                        con.execute("UPDATE scores SET checksum=? WHERE rowid=?",
+                                    (score_checksum(model, key, req, lp, n), rowid))
+                        kept += 1
+                    else:
+                        con.execute("DELETE FROM scores WHERE rowid=?", (rowid,))
+                        dropped += 1
+            if "samples" in todo:
+                con.execute("ALTER TABLE samples ADD COLUMN checksum TEXT")
+                rows = con.execute("SELECT rowid, model, req, texts FROM samples").fetchall()
+                for rowid, model, req, texts in rows:
+                    if _texts_problem(texts) is None:
+                        con.execute("UPDATE samples SET checksum=? WHERE rowid=?",
+                                    (samples_checksum(model, req, texts), rowid))
+                        kept += 1
+                    else:
+                        con.execute("DELETE FROM samples WHERE rowid=?", (rowid,))
+                        dropped += 1
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+        log.warning("LM cache %s was written before entries carried checksums: %d entries "
+                    "checksummed as they are (trusted once), %d invalid ones dropped",
+                    self.path, kept, dropped)
+
+    def _move_aside(self, exc: BaseException) -> None:
+        """Rename the damaged file (and its WAL) to ``<file>.corrupt-<timestamp>``, unless
+        another job already replaced it."""
+        if self.con is not None:
+            try:
+                self.con.close()
+            except sqlite3.Error:
+                pass
+            self.con = None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return
+        if self._ident is not None and (st.st_dev, st.st_ino) != self._ident:
+            log.warning("LM cache %s: the file this job opened was damaged (%s) and has already "
+                        "been replaced; reopening", self.path, exc)
+            return
+        dest = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+        if dest.exists():
+            dest = dest.with_name(f"{dest.name}-{os.getpid()}")
+        os.replace(self.path, dest)
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{self.path}{suffix}")
+            if side.exists():
+                os.replace(side, Path(f"{dest}{suffix}"))
+        self.moved_aside.append(dest)
+        log.warning("LM cache %s is damaged (sqlite3.%s: %s): moved aside to %s; a fresh cache "
+                    "is used (its entries are recomputed)", self.path, type(exc).__name__, exc,
+                    dest.name)
+
+    def _run(self, fn):
+        """``fn(connection)`` under the lock; a damaged file is moved aside and ``fn`` run once
+        more on a fresh one."""
         with self._lock:
-            for key, req in pairs:
-                row = self.con.execute("SELECT logprob, n_tokens FROM scores WHERE model=? AND "
-                                       "key=? AND req=?", (self.model_key, key, req)).fetchone()
-                if row is not None:
-                    out[(key, req)] = (float(row[0]), int(row[1]))
+            try:
+                return fn(self.con)
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise
+                self._move_aside(exc)
+                self._connect()
+                return fn(self.con)
+
+    def _reject(self, what: list[tuple[str, str]]) -> None:
+        if not what:
+            return
+        self.rejected += len(what)
+        reasons: dict[str, int] = {}
+        for _, why in what:
+            reasons[why] = reasons.get(why, 0) + 1
+        log.warning("LM cache %s: %d entries not used (%s; e.g. %s): recomputed and overwritten",
+                    self.path, len(what), ", ".join(f"{k}: {v}" for k, v in reasons.items()),
+                    what[0][0])
+
+    # ------------------------------------------------------------------ scores
+    def get(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int]]:
+        """The valid cached scores of (key, request hash) pairs (nothing with ``refresh``)."""
+        if self.refresh:
+            return {}
+
+        def read(con):
+            return [con.execute("SELECT logprob, n_tokens, checksum FROM scores WHERE model=? "
+                                "AND key=? AND req=?", (self.model_key, key, req)).fetchone()
+                    for key, req in pairs]
+
+        out, bad = {}, []
+        for (key, req), row in zip(pairs, self._run(read)):
+            if row is None:
+                continue
+            lp, n, checksum = row
+            why = score_problem(lp, n)
+            if why is None and checksum != score_checksum(self.model_key, key, req, lp, n):
+                why = "checksum mismatch" if checksum else "no checksum"
+            if why is not None:
+                bad.append((f"key {key!r}", why))
+                continue
+            out[(key, req)] = (min(float(lp), 0.0), int(n))
+        self._reject(bad)
         return out
 
     def put(self, items: list[tuple[str, str, float, int]]) -> None:
-        with self._lock, self.con:
-            self.con.executemany("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?)",
-                                 [(self.model_key, k, r, lp, n) for k, r, lp, n in items])
+        """Store (key, request hash, log-prob, token count) rows; refuses (ValueError, nothing
+        written) a value that is not a finite log-probability or a count >= 1."""
+        rows = []
+        for key, req, lp, n in items:
+            why = score_problem(lp, n)
+            if why is not None:
+                raise ValueError(f"LM cache {self.path}: refusing to store key {key!r} "
+                                 f"(log-prob {lp!r}, {n!r} tokens): {why}")
+            lp = min(float(lp), 0.0)
+            rows.append((self.model_key, key, req, lp, int(n),
+                         score_checksum(self.model_key, key, req, lp, n)))
 
+        def write(con):
+            with con:
+                con.executemany("INSERT OR REPLACE INTO scores (model, key, req, logprob, "
+                                "n_tokens, checksum) VALUES (?,?,?,?,?,?)", rows)
+
+        self._run(write)
+
+    # ------------------------------------------------------------------ samples
     def get_samples(self, req: str) -> list[str] | None:
-        with self._lock:
-            row = self.con.execute("SELECT texts FROM samples WHERE model=? AND req=?",
-                                   (self.model_key, req)).fetchone()
-        return None if row is None else list(json.loads(row[0]))
+        if self.refresh:
+            return None
+        row = self._run(lambda con: con.execute(
+            "SELECT texts, checksum FROM samples WHERE model=? AND req=?",
+            (self.model_key, req)).fetchone())
+        if row is None:
+            return None
+        texts, checksum = row
+        why = _texts_problem(texts)
+        if why is None and checksum != samples_checksum(self.model_key, req, texts):
+            why = "checksum mismatch" if checksum else "no checksum"
+        if why is not None:
+            self._reject([(f"samples {req[:12]}", why)])
+            return None
+        return list(json.loads(texts))
 
     def put_samples(self, req: str, texts: list[str]) -> None:
-        with self._lock, self.con:
-            self.con.execute("INSERT OR REPLACE INTO samples VALUES (?,?,?)",
-                             (self.model_key, req, json.dumps(list(texts))))
+        blob = json.dumps(list(texts))
+        why = _texts_problem(blob)
+        if why is not None:
+            raise ValueError(f"LM cache {self.path}: refusing to store samples {req[:12]}: {why}")
+        checksum = samples_checksum(self.model_key, req, blob)
+
+        def write(con):
+            with con:
+                con.execute("INSERT OR REPLACE INTO samples (model, req, texts, checksum) "
+                            "VALUES (?,?,?,?)", (self.model_key, req, blob, checksum))
+
+        self._run(write)
+
+
+def _texts_problem(texts) -> str | None:
+    if not isinstance(texts, str):
+        return "NULL texts" if texts is None else "texts not a JSON string"
+    try:
+        got = json.loads(texts)
+    except ValueError:
+        return "texts not valid JSON"
+    if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
+        return "texts not a list of strings"
+    return None

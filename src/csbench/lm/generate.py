@@ -34,6 +34,10 @@ reference, except (1) where the batch size of a forward pass changes the floatin
 know: when a sequence stopped at ``stop``, the loop assumes the reference ran that chunk to
 ``max_new_tokens``; if instead every sequence of a chunk that is not the prompt's last would
 have emitted EOS before ``max_new_tokens``, the following chunks of that prompt differ.
+
+Window: a prompt whose tokens plus ``max_new_tokens`` exceed the model's window
+(:func:`csbench.lm.plan.model_window`; lm-evaluation-harness would left-truncate it to
+``window - max_new_tokens`` tokens) is refused, naming the prompt, before anything is sampled.
 """
 from __future__ import annotations
 
@@ -515,7 +519,8 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
 def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_tokens: int = 20,
                        temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                        seed: int = 0, chunk: int = 100, stop=None, max_batch: int = 512,
-                       stats: dict | None = None) -> list[list[str]]:
+                       stats: dict | None = None, names=None,
+                       window: int | None = None) -> list[list[str]]:
     """Return ``num_samples`` decoded continuations (prompt excluded) for each prompt.
 
     ``stop``: a regular expression (``str`` or compiled) or a list of stop strings; a sequence
@@ -528,10 +533,15 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
     per prompt), ``decode_tokens`` (forward-pass rows after the prefill), ``sampled_tokens``
     (tokens generated), ``samples``, ``redecoded_chunks`` (decoded again after an earlier chunk
     ended early with EOS everywhere; the discarded work is in the token counts), ``seconds``.
+    ``window``: the model's window (default: from its config); a prompt whose tokens plus
+    ``max_new_tokens`` exceed it is a :class:`~csbench.lm.base.RequestError` naming it (``names``:
+    one name per prompt, e.g. the question id).
     """
     import torch
 
     from ..logs import progress
+    from .base import RequestError, describe_prompt
+    from .plan import model_window
 
     device = next(model.parameters()).device
     warpers = _warpers(temperature, top_k, top_p)
@@ -543,12 +553,20 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
     chunk = max(int(chunk), 1)
     counts = {"prompt_tokens": 0, "decode_tokens": 0, "sampled_tokens": 0, "samples": 0,
               "redecoded_chunks": 0}
+    prompts = list(prompts)
+    window = int(window or model_window(model.config))
+    encoded = [tokenizer.encode(p) or [tokenizer.eos_token_id] for p in prompts]
+    for i, (prompt, ids) in enumerate(zip(prompts, encoded)):
+        if len(ids) + int(max_new_tokens) > window:
+            raise RequestError(
+                f"{describe_prompt(i, None if names is None else names[i], prompt)}: "
+                f"{len(ids)} prompt tokens + max_new_tokens {max_new_tokens} exceed the model's "
+                f"window of {window} tokens; shorten the prompt or lower max_new_tokens")
     start = time.monotonic()
     out: list[list[str]] = []
     with progress(len(prompts) * int(num_samples), "sampling", unit="samples") as prog, \
             torch.no_grad():
-        for prompt in prompts:
-            ids = tokenizer.encode(prompt) or [tokenizer.eos_token_id]
+        for prompt, ids in zip(prompts, encoded):
             gen = torch.Generator(device=device)
             gen.manual_seed(prompt_seed(seed, prompt))
             out.append(_sample_prompt(model, tokenizer, ids, int(num_samples), gen, chunk,

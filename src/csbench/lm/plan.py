@@ -2,7 +2,8 @@
 ordered before any model or server sees them.
 
 * :func:`split_pair`: lm-evaluation-harness's text convention (trailing whitespace of the context
-  moves to the continuation); :func:`encode_pair`: its token ids.
+  moves to the continuation); :func:`encode_pair`: its token ids; :func:`model_window` and
+  :func:`truncated_tokens`: the model's window and the harness's left truncation to it.
 * Local backend (token level): :func:`build_rows` packs requests into model rows (single-token
   continuations sharing a context share a row), :func:`group_prefixes` groups rows that share a
   token prefix (scored once, as a trie), :data:`GROUP_ORDER` orders groups.
@@ -44,6 +45,24 @@ def encode_pair(tokenizer, context: str, continuation: str, prefix_token_id: int
     return ctx, whole[len(ctx):]
 
 
+def model_window(config, default: int = 2048) -> int:
+    """A model's window in tokens (the harness's ``max_length``): the first of
+    ``max_position_embeddings``, ``n_positions``, ``n_ctx`` its config sets, else ``default``."""
+    return next((getattr(config, a) for a in ("max_position_embeddings", "n_positions", "n_ctx")
+                 if getattr(config, a, None)), default)
+
+
+def truncated_tokens(n_context: int, n_continuation: int, max_length: int) -> int:
+    """Context tokens the harness drops from the left so that a request fits the window: it
+    feeds the last ``max_length + 1`` tokens of context + continuation (less the last one).
+    The continuation itself must fit (``n_continuation <= max_length``; the harness asserts
+    it): a ValueError otherwise."""
+    if n_continuation > max_length:
+        raise ValueError(f"a continuation of {n_continuation} tokens does not fit in a window "
+                         f"of {max_length} tokens")
+    return max(0, n_context + n_continuation - (max_length + 1))
+
+
 @dataclass
 class Row:
     """One sequence fed to the model and the requests it answers."""
@@ -52,12 +71,13 @@ class Row:
 
 
 def build_rows(enc: list[tuple[list[int], list[int]]], max_length: int) -> list[Row]:
-    """Model inputs of encoded requests (left-truncated to ``max_length``); single-token
-    continuations sharing a context share a row."""
+    """Model inputs of encoded requests (left-truncated to ``max_length``, see
+    :func:`truncated_tokens`); single-token continuations sharing a context share a row."""
     L = max_length
     rows: list[Row] = []
     shared: dict[tuple, Row] = {}
     for u, (ctx, cont) in enumerate(enc):
+        truncated_tokens(len(ctx), len(cont), L)  # a continuation past the window: an error
         inp = (ctx + cont)[-(L + 1):][:-1]
         if len(cont) == 1:
             key = tuple(inp)

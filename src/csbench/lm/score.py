@@ -2,7 +2,14 @@
 for the API). Planning (rows, prefix groups, order) is :mod:`csbench.lm.plan`, the cache
 :mod:`csbench.lm.cache`, the shared front (cache lookup, stats) :class:`csbench.lm.base.Scorer`;
 this module executes: tokenising, batching with out-of-memory backoff, tree attention and the
-KV-cache path, the last layer at scored positions, log-softmax at the continuation positions."""
+KV-cache path, the last layer at scored positions, log-softmax at the continuation positions.
+
+Window (as lm-evaluation-harness 0.4, ``HFLM._loglikelihood_tokens``): a request feeds the last
+``max_length + 1`` tokens of context + continuation (less the last one), so a too-long context is
+left-truncated; such requests are counted (``stats["truncated"]``) and one warning per call says
+how many. A continuation longer than ``max_length`` tokens cannot be scored (the harness asserts
+it never happens): a :class:`~csbench.lm.base.RequestError` naming the request and the lengths,
+before anything is scored."""
 from __future__ import annotations
 
 import gc
@@ -10,9 +17,10 @@ import logging
 import time
 from pathlib import Path
 
-from .base import Scorer, cut_at_stop
-from .cache import ScoreCache, model_fingerprint, request_fingerprint  # noqa: F401
-from .plan import GROUP_ORDER, Row, build_rows, encode_pair, group_prefixes, lcp  # noqa: F401
+from .base import RequestError, Scorer, cut_at_stop, describe_request
+from .cache import ScoreCache, model_fingerprint, request_fingerprint, score_problem  # noqa: F401
+from .plan import (GROUP_ORDER, Row, build_rows, encode_pair, group_prefixes, lcp,  # noqa: F401
+                   model_window, truncated_tokens)
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +59,7 @@ class LMScorer(Scorer):
                  cache_dir: str | Path | None = None, add_bos_token: bool | None = None,
                  max_length: int | None = None, share_prefix: bool = True,
                  min_shared_prefix: int = 4, min_common_prefix: int = 8,
-                 commit_every: int = 1024):
+                 commit_every: int = 1024, refresh_cache: bool = False):
         import torch
 
         from ..models import load_causal_lm, pick_dtype
@@ -78,14 +86,12 @@ class LMScorer(Scorer):
         # lookup, so a resumed run forms the same batches).
         self.commit_every = max(1, int(commit_every))
         cfg = self.model.config
-        self.max_length = max_length or next(
-            (getattr(cfg, a) for a in ("max_position_embeddings", "n_positions", "n_ctx")
-             if getattr(cfg, a, None)), 2048)
+        self.max_length = int(max_length or model_window(cfg))
         tok = self.tokenizer
         self.prefix_token_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         self.pad_token_id = tok.pad_token_id if tok.pad_token_id is not None else 0
         self.model_key = model_fingerprint(model_dir) + ":" + str(self.dtype)
-        self.cache = ScoreCache(cache_dir, self.model_key) if cache_dir else None
+        self.cache = ScoreCache(cache_dir, self.model_key, refresh_cache) if cache_dir else None
         _fuse_activations(self.model)
         self._head = self.model.get_output_embeddings()
         self._base = getattr(self.model, "base_model", None)
@@ -105,8 +111,9 @@ class LMScorer(Scorer):
         self._scored_checked = False
         self._tries: dict = {}
         self._backend_ok: bool | None = None  # backend tokenizer agrees with the wrapper
-        self.stats = dict(requests=0, unique=0, cached=0, rows=0, shared_groups=0, batches=0,
-                          forward_tokens=0, padded_tokens=0, oom_backoffs=0, seconds=0.0)
+        self.stats = dict(requests=0, unique=0, cached=0, cache_rejected=0, truncated=0,
+                          rows=0, shared_groups=0, batches=0, forward_tokens=0, padded_tokens=0,
+                          oom_backoffs=0, seconds=0.0)
 
     # ------------------------------------------------------------------ public API
     def encode(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
@@ -162,37 +169,73 @@ class LMScorer(Scorer):
                                                                          True))]
         return [list(x) for x in self.tokenizer(texts, **kw)["input_ids"]]
 
-    def loglikelihood(self, requests, keys=None) -> list[tuple[float, int]]:
-        """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``."""
+    def _loglikelihood(self, requests, keys) -> list[tuple[float, int]]:
         # The many small token lists would trigger cyclic-GC passes over the whole model's
         # objects; nothing here makes cycles, so pause the collector while scoring.
         gc_was = gc.isenabled()
         gc.disable()
+        truncated = self.stats["truncated"]
+        self._truncation_example = None
         try:
-            requests = list(requests)
-            keys = None if keys is None else list(keys)
-            n = self.commit_every if self.cache is not None else len(requests)
+            n = max(1, self.commit_every if self.cache is not None else len(requests))
             out: list[tuple[float, int]] = []
-            for i in range(0, max(len(requests), 1), max(n, 1)):
-                out += super().loglikelihood(requests[i:i + n],
-                                             None if keys is None else keys[i:i + n])
+            for i in range(0, len(requests), n):
+                part, pkeys = requests[i:i + n], None if keys is None else keys[i:i + n]
+                enc = self.encode_many(part)  # every request, cached or not: checked below
+                self._check_window(part, pkeys, enc, i)
+                out += self._lookup_and_score(part, pkeys, enc, i)
             return out
         finally:
             if gc_was:
                 gc.enable()
+            if self.stats["truncated"] > truncated:
+                log.warning("%d of %d requests had their context left-truncated to fit the "
+                            "model's window of %d tokens (lm-evaluation-harness truncates the "
+                            "same way), e.g. %s", self.stats["truncated"] - truncated,
+                            len(requests), self.max_length, self._truncation_example)
+
+    def _check_window(self, requests, keys, enc, offset: int) -> None:
+        """Refuse requests whose continuation has no tokens or does not fit in the window;
+        count those whose context is left-truncated (``stats["truncated"]``)."""
+        L = self.max_length
+
+        def what(j):
+            return describe_request(offset + j, None if keys is None else keys[j], *requests[j])
+
+        over = []
+        for j, (ctx, cont) in enumerate(enc):
+            if not cont:
+                raise RequestError(f"{what(j)}: the continuation has no tokens")
+            if len(cont) > L:
+                over.append(j)
+                continue
+            cut = truncated_tokens(len(ctx), len(cont), L)
+            if cut:
+                self.stats["truncated"] += 1
+                if self._truncation_example is None:
+                    self._truncation_example = (
+                        f"{what(j)}: {len(ctx)} context + {len(cont)} continuation tokens, "
+                        f"the first {cut} context tokens dropped")
+        if over:
+            j = over[0]
+            more = f" ({len(over) - 1} more such requests among these)" if len(over) > 1 else ""
+            raise RequestError(
+                f"{what(j)}: the continuation is {len(enc[j][1])} tokens, longer than the "
+                f"model's window of {L} tokens, so it cannot be scored (lm-evaluation-harness "
+                f"refuses it too; context: {len(enc[j][0])} tokens){more}; shorten the item or "
+                "use a model with a longer window")
 
     def describe(self) -> str:
         return f"local on {self.device} ({self.dtype})"
 
-    def _score_todo(self, requests, todo, results, ckeys) -> None:
-        # Encode (in one batched tokenizer call) and deduplicate identical token sequences.
-        encoded = self.encode_many([requests[i] for i in todo])
+    def _score_todo(self, requests, todo, results, ckeys, prep, offset) -> None:
+        # Deduplicate identical token sequences (``prep``: every request's token ids).
+        encoded = [prep[i] for i in todo] if prep is not None else \
+            self.encode_many([requests[i] for i in todo])
         uniq: dict[tuple, int] = {}
         enc: list[tuple[list[int], list[int]]] = []
         where: list[int] = []
         for i, (ctx, cont) in zip(todo, encoded):
-            if not cont:
-                raise ValueError(f"request {i}: the continuation {requests[i][1]!r} has no tokens")
             k = (tuple(ctx), tuple(cont))
             if k not in uniq:
                 uniq[k] = len(enc)
@@ -202,22 +245,31 @@ class LMScorer(Scorer):
         scores = self._score_encoded(enc)
         new = []
         for i, u in zip(todo, where):
-            results[i] = scores[u]
-            new.append((ckeys[i][0], ckeys[i][1], scores[u][0], scores[u][1]))
+            why = score_problem(*scores[u])
+            if why is not None:
+                raise RequestError(
+                    f"{describe_request(offset + i, ckeys[i][0], *requests[i])}: the model gave "
+                    f"log-prob {scores[u][0]!r}: {why} (an overflow in {self.dtype}? try "
+                    "lm.dtype: float32); nothing of it was cached")
+            results[i] = (min(scores[u][0], 0.0), scores[u][1])  # as the cache stores it
+            new.append((ckeys[i][0], ckeys[i][1], *results[i]))
         if self.cache is not None and new:
             self.cache.put(new)
 
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
-                 stop=("\n",)) -> list[list[str]]:
+                 stop=("\n",), names=None) -> list[list[str]]:
         """Sample continuations with this scorer's model (the sampler of :mod:`csbench.lm.generate`);
-        each text is cut at the first stop string (sampling stops there too)."""
+        each text is cut at the first stop string (sampling stops there too). A prompt whose
+        tokens plus ``max_new_tokens`` exceed the window is refused (``names``: one name per
+        prompt for the message)."""
         from .generate import sample_completions
 
         texts = sample_completions(self.model, self.tokenizer, prompts, num_samples,
                                    max_new_tokens=max_new_tokens, temperature=temperature,
                                    top_p=top_p, top_k=top_k, seed=seed,
-                                   stop=list(stop) if stop else None)
+                                   stop=list(stop) if stop else None, names=names,
+                                   window=self.max_length)
         return [cut_at_stop(samples, stop) for samples in texts]
 
     # ------------------------------------------------------------------ internals
@@ -354,8 +406,9 @@ class LMScorer(Scorer):
         except Exception as exc:  # noqa: BLE001 - any failure of the swap: full passes
             if _is_oom(exc):
                 raise
-            log.warning("last-layer-at-scored-positions unsupported by this model (%s); "
-                        "disabled", exc)
+            log.warning("running the last decoder layer at the scored positions only failed "
+                        "for this model (%s: %s); full passes from now on", type(exc).__name__,
+                        exc)
             self._scored_only = False
             return self._base(input_ids=input_ids, **kw)
         if not self._scored_checked:

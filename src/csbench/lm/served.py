@@ -24,6 +24,13 @@ Requests run concurrently up to ``max_concurrency``, are retried with exponentia
 cache, keyed by endpoint and model), so a rerun or a resumed run sends nothing twice. Errors
 that retrying cannot fix (401/403, 404, a server that gives no log-probs, a model it does not
 serve) fail at once with a :class:`ServedError` naming the endpoint and the missing feature.
+
+Every echoed log-probability that enters a score must be a number, finite and <= 0; values in
+(0, ``LOGPROB_TOLERANCE`` = 1e-4] (rounding of a probability of 1) count as 0. Anything else (NaN,
+±inf, a positive number, a string) fails the job with a :class:`ServedError` naming the endpoint,
+the request and the value; nothing of that answer is cached. A request the server refuses as
+too long for its context (an HTTP 400, as llama.cpp and vLLM answer) fails naming the request:
+the server's window is not known here, so nothing is truncated or checked before sending.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ import http.client
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -41,8 +49,8 @@ import urllib.request
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from .base import Scorer, cut_at_stop
-from .cache import ScoreCache
+from .base import Scorer, cut_at_stop, describe_prompt, describe_request
+from .cache import LOGPROB_TOLERANCE, ScoreCache, logprob_problem
 from .plan import split_pair, text_order
 
 log = logging.getLogger(__name__)
@@ -54,7 +62,29 @@ FEATURES = {
 
 
 class ServedError(RuntimeError):
-    """A served model failed in a way retrying cannot fix (or retries ran out)."""
+    """A served model failed in a way retrying cannot fix (or retries ran out); ``status``: the
+    HTTP status of a refused request, where there was one."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+# HTTP statuses that refuse one request (not the endpoint): the error names the request.
+_REQUEST_STATUSES = (400, 413, 422)
+_CONTEXT_WORDS = re.compile(r"context|too long|maximum.{0,40}length|exceed", re.I)
+
+
+def _for_request(exc: ServedError, what: str, fits: str) -> ServedError:
+    """``exc`` (a refused request) with the request named, and what to check when the server
+    says the request is too long."""
+    if exc.status not in _REQUEST_STATUSES:
+        return exc
+    hint = ""
+    if _CONTEXT_WORDS.search(str(exc)):
+        hint = (f"; {fits} seems not to fit in the server's context window: shorten it or "
+                "serve the model with a larger context")
+    return ServedError(f"{exc}: {what}{hint}", exc.status)
 
 
 @dataclass(frozen=True)
@@ -93,7 +123,8 @@ class ServedScorer(Scorer):
     backend = "served"
 
     def __init__(self, endpoint: Endpoint, cache_dir=None, max_concurrency: int = 4,
-                 timeout: float = 120.0, retries: int = 5, backoff: float = 1.0):
+                 timeout: float = 120.0, retries: int = 5, backoff: float = 1.0,
+                 refresh_cache: bool = False):
         super().__init__()
         self.endpoint = endpoint
         self.max_concurrency = max(1, int(max_concurrency))
@@ -101,7 +132,7 @@ class ServedScorer(Scorer):
         self.retries = max(0, int(retries))
         self.backoff = float(backoff)
         self.model_key = endpoint.key()
-        self.cache = ScoreCache(cache_dir, self.model_key) if cache_dir else None
+        self.cache = ScoreCache(cache_dir, self.model_key, refresh_cache) if cache_dir else None
         self._key = endpoint.api_key()  # fails now when the variable is missing
         self._checked: set[str] = set()
         self._n_ok: bool | None = None  # does the server honour n?
@@ -111,7 +142,7 @@ class ServedScorer(Scorer):
         # proxies from the environment apply, except to this machine
         self._open = (urllib.request.build_opener(urllib.request.ProxyHandler({})).open
                       if host in ("127.0.0.1", "localhost", "::1") else urllib.request.urlopen)
-        self.stats.update(http_requests=0, retries=0, samples_cached=0)
+        self.stats.update(http_requests=0, retries=0, samples_cached=0, clamped_logprobs=0)
 
     def describe(self) -> str:
         return f"served {self.endpoint.label()} (up to {self.max_concurrency} concurrent requests)"
@@ -155,7 +186,7 @@ class ServedScorer(Scorer):
                                       "root, usually ending in /v1, and the model name right?)"
                                       ) from None
                 else:
-                    raise ServedError(f"{url}: HTTP {status} {detail}".strip()) from None
+                    raise ServedError(f"{url}: HTTP {status} {detail}".strip(), status) from None
             except (urllib.error.URLError, http.client.HTTPException, ConnectionError,
                     socket.timeout, TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", None) or exc
@@ -236,7 +267,25 @@ class ServedScorer(Scorer):
             log.warning("%s: echoed log-probs could not be checked against a generated token",
                         self.endpoint.label())
             return True
-        return abs(lp - float(lps[0])) <= 0.05 + 0.01 * abs(float(lps[0]))
+        greedy = self._logprob(lps[0], "the probe's generated token", text, len(prompt))
+        return abs(lp - greedy) <= 0.05 + 0.01 * abs(greedy)
+
+    def _logprob(self, value, what: str, token, offset) -> float:
+        """A log-probability from the server, checked: finite, <= 0 (values up to
+        LOGPROB_TOLERANCE count as 0); a ServedError naming the endpoint, the request and the
+        value otherwise."""
+        why = logprob_problem(value)
+        if why is not None:
+            raise ServedError(
+                f"{self.endpoint.label()}: {what}: the server gave the log-prob {value!r} to the "
+                f"token {token!r} at offset {offset}: {why}; a log-probability must be a finite "
+                f"number <= 0 (values up to {LOGPROB_TOLERANCE:g} count as 0); nothing of this "
+                "answer was cached")
+        if value > 0:
+            with self._lock:
+                self.stats["clamped_logprobs"] += 1
+            return 0.0
+        return float(value)
 
     def _check_sampling(self) -> None:
         got = self._request("/completions", {"model": self.endpoint.model, "prompt": "One, two,",
@@ -252,7 +301,10 @@ class ServedScorer(Scorer):
                         self.endpoint.label(), len(choices))
 
     # ------------------------------------------------------------------ log-likelihood
-    def _score_one(self, context: str, continuation: str, probe: bool = False):
+    def _score_one(self, context: str, continuation: str, probe: bool = False,
+                   what: str | None = None):
+        """(summed log-prob, n tokens) of one request (``what``: the request, for messages)."""
+        what = what or "the start-of-job probe"
         context, continuation = split_pair(context, continuation)
         first_after_start = context == "" and bool(self._prefix)  # start-token mode: as is
         if context == "" and not first_after_start:
@@ -262,9 +314,12 @@ class ServedScorer(Scorer):
                                   "empty_context in the spec (the model's start token)")
             context = self.endpoint.empty_context
         prompt = context + continuation
-        got = self._request("/completions", {"model": self.endpoint.model,
-                                             "prompt": self._prefix + prompt, "max_tokens": 1,
-                                             "temperature": 0.0, "echo": True, "logprobs": 1})
+        try:
+            got = self._request("/completions", {"model": self.endpoint.model,
+                                                 "prompt": self._prefix + prompt, "max_tokens": 1,
+                                                 "temperature": 0.0, "echo": True, "logprobs": 1})
+        except ServedError as exc:
+            raise _for_request(exc, what, "the prompt (context + continuation)") from None
         choice = (got.get("choices") or [{}])[0]
         lp = choice.get("logprobs") or {}
         offsets, tlp = lp.get("text_offset"), lp.get("token_logprobs")
@@ -275,16 +330,17 @@ class ServedScorer(Scorer):
         if self._prefix and "".join(lp.get("tokens") or []).startswith(self._prefix):
             offsets = [o - len(self._prefix) for o in offsets]  # the server echoes the prefix
         ends = list(offsets[1:]) + [len(prompt)]
+        toks = list(lp.get("tokens") or [])
         total, n = 0.0, 0
         for i, (off, end, v) in enumerate(zip(offsets, ends, tlp)):
             if off >= len(prompt) or max(end, off + 1) <= len(context):
                 continue  # a context token, or the one generated token
             if v is None and i == 0 and first_after_start:
-                v = self._after_start((lp.get("tokens") or [""])[0])
+                v = self._after_start((toks or [""])[0])
             if v is None:
                 raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['loglikelihood']}: "
                                   f"no log-prob for a continuation token at offset {off}")
-            total += float(v)
+            total += self._logprob(v, what, toks[i] if i < len(toks) else prompt[off:end], off)
             n += 1
         if n == 0:
             if probe:
@@ -310,12 +366,13 @@ class ServedScorer(Scorer):
                 self._start_dist = dist
         return dist.get(token)
 
-    def _score_todo(self, requests, todo, results, ckeys) -> None:
+    def _score_todo(self, requests, todo, results, ckeys, prep, offset) -> None:
         self.check("loglikelihood")
         uniq: dict[tuple[str, str], list[int]] = {}
         for i in todo:
             uniq.setdefault(split_pair(*requests[i]), []).append(i)
         pairs = list(uniq)
+        first = [uniq[p][0] for p in pairs]
         self.stats["unique"] += len(pairs)
         order = text_order([c + x for c, x in pairs])
 
@@ -326,7 +383,12 @@ class ServedScorer(Scorer):
                 self.cache.put([(ckeys[i][0], ckeys[i][1], score[0], score[1])
                                 for i in uniq[pairs[u]]])
 
-        self._run(order, lambda u: self._score_one(*pairs[u]), done, "LM scoring (served)")
+        def one(u):
+            i = first[u]
+            return self._score_one(*pairs[u], what=describe_request(offset + i, ckeys[i][0],
+                                                                      *requests[i]))
+
+        self._run(order, one, done, "LM scoring (served)")
 
     def _run(self, units, fn, done, desc) -> None:
         """``fn`` on each unit, up to ``max_concurrency`` at once, ``done`` on each result in the
@@ -371,9 +433,10 @@ class ServedScorer(Scorer):
     # ------------------------------------------------------------------ sampling
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
-                 stop=("\n",)) -> list[list[str]]:
+                 stop=("\n",), names=None) -> list[list[str]]:
         """``num_samples`` sampled continuations per prompt (each cut at its first stop string);
-        cached per (endpoint, model, prompt, settings). ``top_k`` is not sent (0 only)."""
+        cached per (endpoint, model, prompt, settings). ``top_k`` is not sent (0 only).
+        ``names``: one name per prompt for messages (a prompt the server refuses)."""
         from .generate import prompt_seed
 
         if top_k:
@@ -396,8 +459,17 @@ class ServedScorer(Scorer):
                 self.stats["samples_cached"] += 1
             else:
                 todo.append(i)
+        if self.cache is not None:
+            self.stats["cache_rejected"] = self.cache.rejected
 
         def one(i):
+            try:
+                return sample_one(i)
+            except ServedError as exc:
+                what = describe_prompt(i, None if names is None else names[i], prompts[i])
+                raise _for_request(exc, what, "the prompt plus max_tokens") from None
+
+        def sample_one(i):
             base = {"model": self.endpoint.model, "prompt": prompts[i],
                     "temperature": settings["temperature"], "top_p": settings["top_p"],
                     "max_tokens": settings["max_tokens"], "stop": sent_stop}
@@ -413,6 +485,11 @@ class ServedScorer(Scorer):
             if len(texts) != settings["n"]:
                 raise ServedError(f"{self.endpoint.label()}: asked for {settings['n']} samples, "
                                   f"got {len(texts)}")
+            bad = [t for t in texts if not isinstance(t, str)]
+            if bad:
+                what = describe_prompt(i, None if names is None else names[i], prompts[i])
+                raise ServedError(f"{self.endpoint.label()}: {what}: a sample's text is "
+                                  f"{bad[0]!r}, not a string; nothing of this answer was cached")
             return cut_at_stop(texts, stop)
 
         def done(i, texts):
@@ -437,4 +514,5 @@ def from_spec(spec: dict, lm: dict | None = None, cache_dir=None) -> ServedScore
     from ..config import default
 
     opts = {**default("lm.served"), **((lm or {}).get("served") or {})}
-    return ServedScorer(Endpoint.from_spec(spec), cache_dir=cache_dir, **opts)
+    return ServedScorer(Endpoint.from_spec(spec), cache_dir=cache_dir,
+                        refresh_cache=bool((lm or {}).get("refresh_cache", False)), **opts)

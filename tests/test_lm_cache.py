@@ -1,0 +1,168 @@
+"""The LM cache's integrity (issue 29): only valid values are stored; every entry carries a
+checksum verified on read (a mismatch, a NULL or an invalid value is a miss, logged, recomputed);
+files written before checksums are migrated; a damaged file is moved aside; refresh_cache."""
+from __future__ import annotations
+
+import math
+import sqlite3
+import struct
+
+import pytest
+
+from csbench.lm import LMScorer, open_scorer
+from csbench.lm.cache import ScoreCache, request_fingerprint, score_checksum
+
+REQS = [("The cat sat on the", " mat."), ("The cat sat on the", " hat"),
+        ("Alice thanked Bob because", " he helped her."), ("Question: alive? Answer:", " yes")]
+KEYS = [f"demo/orig/{i}/1" for i in range(len(REQS))]
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_lm_dir):
+    return LMScorer(tiny_lm_dir, device="cpu").loglikelihood(REQS)
+
+
+def same(got, want):
+    """Equal up to the engine's batch invariance (|difference| <= 1e-5): a request recomputed
+    alone may differ in the last bits from the batch that first scored it."""
+    return len(got) == len(want) and all(
+        n == m and abs(a - b) <= 1e-5 for (a, n), (b, m) in zip(got, want))
+
+
+def scorer(tiny_lm_dir, tmp_path, **kw):
+    return LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "lm", **kw)
+
+
+def cache_file(tmp_path):
+    (path,) = (tmp_path / "lm").glob("lm-*.sqlite")
+    return path
+
+
+def test_put_refuses_values_that_are_not_log_probabilities(tmp_path):
+    c = ScoreCache(tmp_path, "m")
+    for lp, n in [(math.nan, 3), (-math.inf, 3), (math.inf, 3), (0.5, 3), (None, 3), ("-1", 3),
+                  (-1.0, 0), (-1.0, None)]:
+        with pytest.raises(ValueError, match=rf"{c.path}: refusing to store key 'k2'"):
+            c.put([("k1", "r1", -1.0, 2), ("k2", "r2", lp, n)])
+    assert c.get([("k1", "r1")]) == {}  # nothing of a refused batch is written
+    c.put([("k3", "r3", 5e-5, 2)])      # up to 1e-4 above 0 counts as 0
+    assert c.get([("k3", "r3")]) == {("k3", "r3"): (0.0, 2)}
+
+
+def test_null_row_is_a_logged_miss_then_recomputed(tiny_lm_dir, tmp_path, reference, caplog):
+    assert scorer(tiny_lm_dir, tmp_path).loglikelihood(REQS, keys=KEYS) == reference
+    with sqlite3.connect(cache_file(tmp_path)) as con:  # what NaN became before (issue 29)
+        con.execute("UPDATE scores SET logprob=NULL WHERE key=?", (KEYS[2],))
+    again = scorer(tiny_lm_dir, tmp_path)
+    with caplog.at_level("WARNING"):
+        assert same(again.loglikelihood(REQS, keys=KEYS), reference)
+    assert again.stats["cached"] == 3 and again.stats["cache_rejected"] == 1
+    assert f"1 entries not used (the log-prob is NULL: 1; e.g. key '{KEYS[2]}')" in caplog.text
+    third = scorer(tiny_lm_dir, tmp_path)  # the entry was overwritten
+    assert same(third.loglikelihood(REQS, keys=KEYS), reference) and third.stats["cached"] == 4
+
+
+def test_bit_flipped_score_fails_its_checksum_and_is_recomputed(tiny_lm_dir, tmp_path, reference,
+                                                                caplog):
+    first = scorer(tiny_lm_dir, tmp_path)
+    assert first.loglikelihood(REQS, keys=KEYS) == reference
+    first.cache.con.close()  # checkpoints the WAL into the file
+    path = cache_file(tmp_path)
+    data = bytearray(path.read_bytes())
+    stored = struct.pack(">d", reference[1][0])  # SQLite stores REAL as big-endian IEEE 754
+    assert data.count(stored) == 1
+    at = data.index(stored) + 7
+    data[at] ^= 0x01  # one bit of the score's last byte
+    path.write_bytes(bytes(data))
+    again = scorer(tiny_lm_dir, tmp_path)
+    with caplog.at_level("WARNING"):
+        got = again.loglikelihood(REQS, keys=KEYS)
+    assert same(got, reference) and got[1][0] != struct.unpack(">d", bytes(data[at - 7:at + 1]))[0]
+    assert again.stats["cache_rejected"] == 1 and again.stats["cached"] == 3
+    assert "checksum mismatch: 1" in caplog.text and KEYS[1] in caplog.text
+
+
+def test_old_cache_file_is_migrated_trusting_valid_rows_once(tmp_path, caplog):
+    path = tmp_path / f"lm-{'m' * 24}.sqlite"
+    with sqlite3.connect(path) as con:  # the schema before checksums
+        con.execute("CREATE TABLE scores (model TEXT, key TEXT, req TEXT, logprob REAL, "
+                    "n_tokens INTEGER, PRIMARY KEY (model, key, req))")
+        con.execute("CREATE TABLE samples (model TEXT, req TEXT, texts TEXT, "
+                    "PRIMARY KEY (model, req))")
+        con.executemany("INSERT INTO scores VALUES (?,?,?,?,?)",
+                        [("m" * 24, "a", "r", -1.5, 2), ("m" * 24, "b", "r", None, 2)])
+        con.execute("INSERT INTO samples VALUES (?,?,?)", ("m" * 24, "s", '["x", "y"]'))
+    with caplog.at_level("WARNING"):
+        c = ScoreCache(tmp_path, "m" * 24)
+    assert "2 entries checksummed as they are (trusted once), 1 invalid ones dropped" in caplog.text
+    assert c.get([("a", "r"), ("b", "r")]) == {("a", "r"): (-1.5, 2)}
+    assert c.get_samples("s") == ["x", "y"] and c.rejected == 0
+    row = c.con.execute("SELECT checksum FROM scores WHERE key='a'").fetchone()
+    assert row[0] == score_checksum("m" * 24, "a", "r", -1.5, 2)
+    assert ScoreCache(tmp_path, "m" * 24).get([("a", "r")]) == {("a", "r"): (-1.5, 2)}
+
+
+def test_tampered_samples_are_a_miss(tmp_path):
+    c = ScoreCache(tmp_path, "m")
+    c.put_samples("req", ["one", "two"])
+    assert c.get_samples("req") == ["one", "two"]
+    c.con.execute("UPDATE samples SET texts='[\"one\", \"tow\"]'")
+    c.con.commit()
+    assert c.get_samples("req") is None and c.rejected == 1
+    c.put_samples("req", ["one", "two"])
+    assert c.get_samples("req") == ["one", "two"]
+
+
+def test_truncated_cache_file_is_moved_aside_and_a_fresh_one_used(tiny_lm_dir, tmp_path,
+                                                                  reference, caplog):
+    many = [(f"Item {i} says", f" option {j}.") for i in range(300) for j in range(2)]
+    first = scorer(tiny_lm_dir, tmp_path)
+    first.loglikelihood(REQS + many)
+    first.cache.con.close()
+    path = cache_file(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])  # truncated
+    with caplog.at_level("WARNING"):
+        again = scorer(tiny_lm_dir, tmp_path)
+        assert same(again.loglikelihood(REQS), reference)
+    (aside,) = again.cache.moved_aside
+    assert aside.name.startswith(path.name + ".corrupt-") and aside.read_bytes() == data[:len(data) // 2]
+    assert f"LM cache {path} is damaged (sqlite3.DatabaseError: database disk image is malformed)" \
+        in caplog.text and aside.name in caplog.text
+    assert same(scorer(tiny_lm_dir, tmp_path).loglikelihood(REQS), reference)  # the fresh file
+
+
+def test_damage_found_mid_job_moves_the_file_aside_and_goes_on(tmp_path, caplog):
+    c = ScoreCache(tmp_path, "m")
+    c.put([("k", "r", -1.0, 1)])
+    real = c.con
+
+    class Damaged:
+        def execute(self, *a):
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+        def close(self):
+            real.close()
+
+    c.con = Damaged()
+    with caplog.at_level("WARNING"):
+        assert c.get([("k", "r")]) == {}  # the fresh cache has nothing
+    assert len(c.moved_aside) == 1 and c.path.exists()
+    c.put([("k", "r", -2.0, 1)])
+    assert c.get([("k", "r")]) == {("k", "r"): (-2.0, 1)}
+    locked = sqlite3.OperationalError("database is locked")  # not damage: raised as it is
+    c.con = type("Locked", (), {"execute": lambda self, *a: (_ for _ in ()).throw(locked)})()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        c.get([("k", "r")])
+
+
+def test_refresh_cache_reads_nothing_and_overwrites(tiny_lm_dir, tmp_path, reference):
+    s = scorer(tiny_lm_dir, tmp_path)
+    s.cache.put([(KEYS[0], request_fingerprint(*REQS[0]), -99.0, 2)])  # stale but well-formed
+    stale = scorer(tiny_lm_dir, tmp_path).loglikelihood(REQS[:1], keys=KEYS[:1])
+    assert stale == [(-99.0, 2)]
+    fresh = open_scorer(tiny_lm_dir, {"device": "cpu", "refresh_cache": True}, tmp_path / "lm")
+    assert fresh.cache.refresh
+    assert same(fresh.loglikelihood(REQS, keys=KEYS), reference) and fresh.stats["cached"] == 0
+    after = scorer(tiny_lm_dir, tmp_path)
+    assert same(after.loglikelihood(REQS, keys=KEYS), reference) and after.stats["cached"] == 4
