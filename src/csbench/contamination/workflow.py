@@ -15,8 +15,8 @@ class Plan:
     def __init__(self, config: dict):
         """``config``: the whole config, validated (defaults filled) by the Snakefile."""
         self.cfg = config["contamination"]
-        self.tasks = list(config.get("tasks", []))
-        self.models = list(config.get("models", {}).get("lm", {}))
+        self.tasks = list(config["tasks"])
+        self.models = list(config["models"]["lm"])
         self.lexical = [m for m in self.cfg["methods"] if m in ("exact", "ngram")]
         self.shards = {}
         for corpus, c in self.cfg["corpora"].items():

@@ -17,12 +17,14 @@ import logging
 import time
 from pathlib import Path
 
+from ..config import default
 from .base import RequestError, Scorer, cut_at_stop, describe_request
 from .cache import ScoreCache, model_fingerprint, request_fingerprint, score_problem  # noqa: F401
 from .plan import (GROUP_ORDER, Row, build_rows, encode_pair, group_prefixes, lcp,  # noqa: F401
                    model_window, truncated_tokens)
 
 log = logging.getLogger(__name__)
+LM = default("lm")  # the schema's defaults of the lm settings, for callers without a config
 
 # Model families whose attention honours a custom 4-D mask and explicit position_ids (absolute
 # learned or rotary positions), so a token trie can be scored in one pass (tree attention).
@@ -54,12 +56,13 @@ class LMScorer(Scorer):
 
     backend = "local"
 
-    def __init__(self, model_dir, device: str = "auto", dtype: str = "auto",
-                 batch_size: int | str = "auto", max_batch_size: int = 256,
+    def __init__(self, model_dir, device: str = LM["device"], dtype: str = LM["dtype"],
+                 batch_size: int | str = LM["batch_size"],
+                 max_batch_size: int = LM["max_batch_size"],
                  cache_dir: str | Path | None = None, add_bos_token: bool | None = None,
                  max_length: int | None = None, share_prefix: bool = True,
                  min_shared_prefix: int = 4, min_common_prefix: int = 8,
-                 commit_every: int = 1024, refresh_cache: bool = False):
+                 commit_every: int = 1024, refresh_cache: bool = LM["refresh_cache"]):
         import torch
 
         from ..models import load_causal_lm, pick_dtype

@@ -49,11 +49,13 @@ import urllib.request
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from ..config import default
 from .base import Scorer, cut_at_stop, describe_prompt, describe_request
 from .cache import LOGPROB_TOLERANCE, ScoreCache, logprob_problem
 from .plan import split_pair, text_order
 
 log = logging.getLogger(__name__)
+SERVED = default("lm.served")  # the schema's defaults of lm.served, for callers without a config
 
 FEATURES = {
     "loglikelihood": "echo with logprobs on /completions (log-likelihood scoring)",
@@ -122,8 +124,9 @@ class ServedScorer(Scorer):
 
     backend = "served"
 
-    def __init__(self, endpoint: Endpoint, cache_dir=None, max_concurrency: int = 4,
-                 timeout: float = 120.0, retries: int = 5, backoff: float = 1.0,
+    def __init__(self, endpoint: Endpoint, cache_dir=None,
+                 max_concurrency: int = SERVED["max_concurrency"], timeout: float = SERVED["timeout"],
+                 retries: int = SERVED["retries"], backoff: float = SERVED["backoff"],
                  refresh_cache: bool = False):
         super().__init__()
         self.endpoint = endpoint
@@ -511,8 +514,6 @@ def _body_text(exc: urllib.error.HTTPError) -> str:
 
 def from_spec(spec: dict, lm: dict | None = None, cache_dir=None) -> ServedScorer:
     """A served scorer from an ``openai`` spec mapping and the ``lm.served`` settings."""
-    from ..config import default
-
-    opts = {**default("lm.served"), **((lm or {}).get("served") or {})}
+    opts = {**SERVED, **((lm or {}).get("served") or {})}
     return ServedScorer(Endpoint.from_spec(spec), cache_dir=cache_dir,
                         refresh_cache=bool((lm or {}).get("refresh_cache", False)), **opts)

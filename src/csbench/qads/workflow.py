@@ -8,10 +8,10 @@ from . import wsd as _wsd
 
 def select_questions(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     """Apply ``qads.questions`` (id filter, seeded sample) keeping file order."""
-    if cfg.get("ids"):
+    if cfg["ids"]:
         df = df[df["id"].isin(set(cfg["ids"]))]
-    if cfg.get("limit") and cfg["limit"] < len(df):
-        df = df.sample(n=cfg["limit"], random_state=cfg.get("seed", 0)).sort_index()
+    if cfg["limit"] and cfg["limit"] < len(df):
+        df = df.sample(n=cfg["limit"], random_state=cfg["seed"]).sort_index()
     return df.reset_index(drop=True)
 
 
