@@ -1,7 +1,8 @@
 """Which rules a dry run would rerun after each of several config changes, on a finished run.
 
 ``python tests/rerun_sets.py WORKDIR BASE_CONFIG CHANGES_JSON`` prints a JSON object: change name ->
-sorted rule names of the jobs Snakemake would run (or ``{"error": message}``); the change named
+``{"run": rules of the jobs Snakemake would run, "rerun": rules of those that rewrite an existing
+output}`` (or ``{"error": message}``); the change named
 ``__graph__`` gives the rule graph instead (rule -> rules downstream of it, one step). CHANGES_JSON maps
 a name to a config override (a nested mapping merged over BASE_CONFIG the way a second
 ``--configfile`` is). One process builds every DAG in turn (the Snakemake API, as ``snakemake -n``
@@ -24,8 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def rerun_rules(workdir: Path, configfiles: list[Path], graph: bool = False):
-    """Rule names of the jobs a dry run would run; with ``graph``, instead the rule graph of
-    the whole DAG: rule -> the rules whose jobs read its jobs' outputs."""
+    """Rule names of the jobs a dry run would run, and of those that would rewrite an existing
+    output; with ``graph``, instead the rule graph of the whole DAG: rule -> the rules whose jobs
+    read its jobs' outputs."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings,
                                           ResourceSettings, StorageSettings)
@@ -46,7 +48,11 @@ def rerun_rules(workdir: Path, configfiles: list[Path], graph: bool = False):
                 for dep in w.dag.dependencies[job]:
                     edges.setdefault(dep.rule.name, set()).add(job.rule.name)
             return {r: sorted(d - {"all"}) for r, d in edges.items()}
-        return sorted({j.rule.name for j in w.dag.needrun_jobs()} - {"all"})
+        jobs = [j for j in w.dag.needrun_jobs() if j.rule.name != "all"]
+        # a rerun rewrites an output that exists; a job none of whose outputs exist is new work
+        # the change asks for (a new shard, model or corpus), not a rerun
+        reruns = {j.rule.name for j in jobs if any(Path(workdir, f).exists() for f in j.output)}
+        return {"run": sorted({j.rule.name for j in jobs}), "rerun": sorted(reruns)}
 
 
 def main(workdir: str, base: str, changes: str) -> None:
