@@ -199,6 +199,14 @@ def test_winogrande_wrong_type(tmp_path, field, value):
     names(exc, p, 2)
 
 
+@pytest.mark.parametrize("field,value", [("option1", ""), ("option2", "   "), ("option1", "\t\n")])
+def test_winogrande_empty_option(tmp_path, field, value):
+    p, run = _wg(tmp_path, jl(WG, {**WG, "qID": "q2", field: value}))
+    with pytest.raises(InputError, match=f"{field} is (empty|only whitespace)") as exc:
+        run()
+    names(exc, p, 2)
+
+
 def test_winogrande_invalid_utf8(tmp_path):
     p, run = _wg(tmp_path, jl(WG).encode() + b'{"qID": "q2", "sentence": "\xc3(_"}\n')
     with pytest.raises(InputError) as exc:
@@ -251,6 +259,15 @@ def test_wsc_wrong_value(tmp_path):
     names(exc, p, 4)
 
 
+@pytest.mark.parametrize("answer", ["", "  "])
+def test_wsc_empty_answer(tmp_path, answer):
+    bad = _schema().replace("<answer>The dog</answer>", f"<answer>{answer}</answer>")
+    p, run = _wsc(tmp_path, (_schema() + bad + "</collection>\n").encode())
+    with pytest.raises(InputError, match="option2 is empty") as exc:
+        run()
+    names(exc, p, 4)
+
+
 def test_wsc_invalid_utf8(tmp_path):
     p, run = _wsc(tmp_path, _schema().encode() + b"<schema>\xff</schema>\n</collection>\n")
     with pytest.raises(InputError) as exc:
@@ -288,6 +305,15 @@ def _ww(tmp_path, body: bytes):
 def test_winowhat_wrong_value(tmp_path, row):
     p, run = _ww(tmp_path, (WW_ROW + row).encode())
     with pytest.raises(InputError) as exc:
+        run()
+    names(exc, p, 3)
+
+
+@pytest.mark.parametrize("row,field", [(WW_ROW.replace(",cat,dog,", ",,dog,"), "option1"),
+                                       (WW_ROW.replace(",cat,dog,", ",cat,  ,"), "option2")])
+def test_winowhat_empty_option(tmp_path, row, field):
+    p, run = _ww(tmp_path, (WW_ROW + row).encode())
+    with pytest.raises(InputError, match=f"{field} is (empty|only whitespace)") as exc:
         run()
     names(exc, p, 3)
 
