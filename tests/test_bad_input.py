@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from csbench import fetch
+from csbench import fetch, retry
 from csbench.data import normalise
 from csbench.errors import ChecksumError, ConfigError, InputError
 
@@ -199,6 +199,14 @@ def test_winogrande_wrong_type(tmp_path, field, value):
     names(exc, p, 2)
 
 
+@pytest.mark.parametrize("field,value", [("option1", ""), ("option2", "   "), ("option1", "\t\n")])
+def test_winogrande_empty_option(tmp_path, field, value):
+    p, run = _wg(tmp_path, jl(WG, {**WG, "qID": "q2", field: value}))
+    with pytest.raises(InputError, match=f"{field} is (empty|only whitespace)") as exc:
+        run()
+    names(exc, p, 2)
+
+
 def test_winogrande_invalid_utf8(tmp_path):
     p, run = _wg(tmp_path, jl(WG).encode() + b'{"qID": "q2", "sentence": "\xc3(_"}\n')
     with pytest.raises(InputError) as exc:
@@ -251,6 +259,15 @@ def test_wsc_wrong_value(tmp_path):
     names(exc, p, 4)
 
 
+@pytest.mark.parametrize("answer", ["", "  "])
+def test_wsc_empty_answer(tmp_path, answer):
+    bad = _schema().replace("<answer>The dog</answer>", f"<answer>{answer}</answer>")
+    p, run = _wsc(tmp_path, (_schema() + bad + "</collection>\n").encode())
+    with pytest.raises(InputError, match="option2 is empty") as exc:
+        run()
+    names(exc, p, 4)
+
+
 def test_wsc_invalid_utf8(tmp_path):
     p, run = _wsc(tmp_path, _schema().encode() + b"<schema>\xff</schema>\n</collection>\n")
     with pytest.raises(InputError) as exc:
@@ -288,6 +305,15 @@ def _ww(tmp_path, body: bytes):
 def test_winowhat_wrong_value(tmp_path, row):
     p, run = _ww(tmp_path, (WW_ROW + row).encode())
     with pytest.raises(InputError) as exc:
+        run()
+    names(exc, p, 3)
+
+
+@pytest.mark.parametrize("row,field", [(WW_ROW.replace(",cat,dog,", ",,dog,"), "option1"),
+                                       (WW_ROW.replace(",cat,dog,", ",cat,  ,"), "option2")])
+def test_winowhat_empty_option(tmp_path, row, field):
+    p, run = _ww(tmp_path, (WW_ROW + row).encode())
+    with pytest.raises(InputError, match=f"{field} is (empty|only whitespace)") as exc:
         run()
     names(exc, p, 3)
 
@@ -611,7 +637,7 @@ def net(monkeypatch):
         return _Resp(item)
 
     monkeypatch.setattr(fetch.urllib.request, "urlopen", urlopen)
-    monkeypatch.setattr(fetch.time, "sleep", lambda s: None)
+    monkeypatch.setattr(retry.time, "sleep", lambda s: None)
     return Net
 
 
@@ -860,3 +886,108 @@ def test_protoqa_eval_of_one_file_plans_no_model(tmp_path):
     assert "rule protoqa_eval:" in out
     for rule in ("materialise_model", "protoqa_generate"):
         assert f"rule {rule}:" not in out, out[-4000:]
+
+
+# -- per-model result tables are that model's (issue 29, row 8) -------------------------------
+
+def _model_table(model: str, source: str = "random:tiny-gpt2"):
+    import pandas as pd
+
+    return pd.DataFrame({"model": [model, model], "item_id": ["a", "b"], "correct": [True, False],
+                         "random_model": [True, True], "model_source": [source, source],
+                         "model_sha256": ["", ""], "model_quant": ["", ""]})
+
+
+def test_model_table_of_this_model_is_read(tmp_path):
+    from csbench.io import write_parquet, write_tsv
+    from csbench.models import read_model_table
+
+    write_parquet(_model_table("m1"), tmp_path / "items.parquet")
+    write_tsv(_model_table("m1"), tmp_path / "metrics.tsv")
+    assert len(read_model_table(tmp_path / "items.parquet", "m1")) == 2
+    assert list(read_model_table(tmp_path / "metrics.tsv", "m1")["model"]) == ["m1", "m1"]
+    assert len(read_model_table(tmp_path / "metrics.tsv", None)) == 2   # no model column needed
+
+
+@pytest.mark.parametrize("case", ["dir-with-other-model", "empty-dir", "other-model",
+                                  "no-provenance", "two-sources"])
+def test_model_table_that_is_not_this_models_is_refused(tmp_path, case):
+    import pandas as pd
+
+    from csbench.io import write_parquet
+    from csbench.models import read_model_table
+
+    path = tmp_path / "m1" / "items.parquet"
+    if case in ("dir-with-other-model", "empty-dir"):
+        path.mkdir(parents=True)
+        if case == "dir-with-other-model":   # pandas would read the folder as a dataset
+            write_parquet(_model_table("m2"), path / "part-0.parquet")
+        needle = "a directory where the table of model m1 should be"
+    elif case == "other-model":
+        write_parquet(_model_table("m2"), path)
+        needle = "holds rows of model(s) m2, not only of m1"
+    elif case == "no-provenance":
+        write_parquet(_model_table("m1").drop(columns=["random_model", "model_quant"]), path)
+        needle = "no column(s) random_model, model_quant"
+    else:
+        write_parquet(pd.concat([_model_table("m1"), _model_table("m1", "hf:a/b")]), path)
+        needle = "rows of more than one model source"
+    with pytest.raises(InputError) as exc:
+        read_model_table(path, "m1")
+    names(exc, path, None)
+    assert needle in str(exc.value), str(exc.value)
+
+
+# -- config: a refused name is explained in the words of its key (issue 29, row 8) -------------
+
+NAME_SCHEMA = """
+$schema: https://json-schema.org/draft/2020-12/schema
+type: object
+additionalProperties: false
+properties:
+  models:
+    type: object
+    default: {}
+    description: models
+    additionalProperties: false
+    properties:
+      lm:
+        type: object
+        default: {}
+        description: causal LMs
+        propertyNames: {pattern: '^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$'}
+  sources:
+    type: object
+    default: {}
+    description: sources
+    additionalProperties: false
+    properties:
+      winogrande:
+        type: object
+        default: {}
+        description: a source
+        additionalProperties: false
+        properties:
+          files:
+            type: object
+            default: {}
+            description: files
+            propertyNames: {pattern: '^[A-Za-z0-9_+-][A-Za-z0-9._+-]*(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$'}
+"""
+
+
+def test_bad_name_message_follows_the_key(tmp_path):
+    from csbench.config import validate
+
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(NAME_SCHEMA)
+    with pytest.raises(ConfigError) as exc:
+        validate({"models": {"lm": {"..": "random:tiny-gpt2"}}}, schema)
+    msg = str(exc.value)
+    assert "config key 'models.lm': name '..' must be a plain name" in msg
+    assert "results/raw" not in msg
+    with pytest.raises(ConfigError) as exc:
+        validate({"sources": {"winogrande": {"files": {"../x": None}}}}, schema)
+    msg = str(exc.value)
+    assert "config key 'sources.winogrande.files': name '../x'" in msg
+    assert "results/raw/winogrande/" in msg

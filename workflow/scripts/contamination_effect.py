@@ -4,6 +4,7 @@ import pandas as pd
 from csbench.contamination.effect import EFFECT_COLUMNS, effect
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
+from csbench.models import read_model_table
 
 log = snakemake_logger(snakemake)
 frames = []
@@ -12,7 +13,7 @@ for key, rpath in inputs.items():
     if not key.startswith("results__"):
         continue
     model = key.split("__", 1)[1]
-    results = pd.read_parquet(rpath)
+    results = read_model_table(rpath, model)
     for fkey, fpath in inputs.items():
         if fkey.startswith("flags__"):
             _, bench, corpus = fkey.split("__", 2)

@@ -5,6 +5,7 @@ import pandas as pd
 
 from csbench.io import read_json, write_tsv
 from csbench.logs import snakemake_logger
+from csbench.models import read_model_table
 from csbench.modelspec import PROVENANCE_COLUMNS
 from csbench.qads.domains import top_domain_by_article
 from csbench.qads.finetune import by_domain, pooled, with_means
@@ -12,8 +13,9 @@ from csbench.qads.workflow import finetune_inputs
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
-folds = pd.concat([pd.read_csv(f, sep="\t") for f in snakemake.input.scores], ignore_index=True)
-prov_cols = [c for c in PROVENANCE_COLUMNS if c in folds]
+# the fold tables have no model column: each is checked for its provenance columns
+folds = pd.concat([read_model_table(f, None) for f in snakemake.input.scores], ignore_index=True)
+prov_cols = list(PROVENANCE_COLUMNS)
 prov = folds[prov_cols].iloc[0].to_dict()  # one model: the same provenance in every fold
 prov["random_model"] = bool(folds["random_model"].any())
 rows = with_means(folds.drop(columns=prov_cols).to_dict("records"))

@@ -3,9 +3,11 @@ import pandas as pd
 
 from csbench.io import write_parquet
 from csbench.logs import snakemake_logger
+from csbench.models import read_model_table
 
 log = snakemake_logger(snakemake)
-df = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
+df = pd.concat([read_model_table(p, snakemake.wildcards.model) for p in snakemake.input],
+               ignore_index=True)
 df = df.sort_values(["dataset", "variant", "item_id"], kind="stable").reset_index(drop=True)
 log.info("%s: %d scored items from %d shards", snakemake.wildcards.model, len(df),
          len(snakemake.input))

@@ -27,6 +27,16 @@ def tables(files: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def check_options(path, option1: str, option2: str, line: int | None) -> None:
+    """The two candidates for the blank must be text: an empty or whitespace-only option would be
+    scored as the bare sentence and counted like any other item. Shared by every table in this
+    fill-in-the-blank form (WinoGrande, WinoWhat, WSC)."""
+    for key, value in (("option1", option1), ("option2", option2)):
+        if not value.strip():
+            raise InputError(path, f"{key} is {'empty' if not value else 'only whitespace'} "
+                             f"({value!r}): both options must be text", line)
+
+
 def _label(path, value, line) -> int | None:
     if value is None or str(value).strip() == "":
         return None
@@ -58,6 +68,7 @@ def normalise(table: str, paths: dict) -> pd.DataFrame:
         for k in ("qID", "sentence", "option1", "option2"):
             expect_type(path, rec[k], str, f"field {k!r}", lineno)
         expect_type(path, rec.get("answer"), (str, int, type(None)), "field 'answer'", lineno)
+        check_options(path, rec["option1"], rec["option2"], lineno)
         if rec["sentence"].count("_") != 1:
             raise InputError(path, f"sentence must contain exactly one '_' "
                              f"(found {rec['sentence'].count('_')})", lineno)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..io import open_text
+from .winogrande import check_options
 
 CATEGORIES = {1: "physical", 2: "social", 3: "numerical", 4: "temporal", 5: "spatial"}
 NAME_TO_CODE = {v: k for k, v in CATEGORIES.items()}
@@ -102,6 +103,7 @@ def read_winowhat_csv(path, require_answer: bool = True) -> pd.DataFrame:
         para = get("paraphrased_sentence").strip()
         if para and para.count("_") != 1:
             raise InputError(path, "paraphrased_sentence must contain exactly one '_'", line)
+        check_options(path, get("option1"), get("option2"), line)
         ans = get("answer").strip()
         if ans not in ("1", "2") and (require_answer or ans):
             raise InputError(path, f"answer must be 1 or 2, got {ans!r}", line)

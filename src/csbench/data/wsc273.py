@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..io import open_text
+from .winogrande import check_options
 
 N_WSC273 = 273
 # Words that start an answer and are lower-cased when the answer fills a blank that is not at
@@ -68,6 +69,7 @@ def normalise(table: str, paths: dict) -> pd.DataFrame:
         if text is None or len(answers) != 2 or correct not in ("A", "B"):
             raise InputError(path, f"schema {i + 1}: needs <text>, two <answer>s and a "
                              f"<correctAnswer> of A or B (got {correct!r})", _line_of(raw, i))
+        check_options(path, answers[0], answers[1], _line_of(raw, i))
         t1, pron, t2 = (_clean(text.findtext(k)) for k in ("txt1", "pron", "txt2"))
         sentence = _clean(f"{t1} _ {t2}")
         sentence = re.sub(r"_ (?=[.,;:!?'])", "_", sentence)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import time
 from pathlib import Path
 
 from ..config import default
