@@ -83,7 +83,7 @@ server:
 	if command -v cmake >/dev/null && command -v g++ >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ >/dev/null; \
 	else echo "    please run: sudo apt-get install cmake g++"; exit 1; fi; \
-	if [ -e $(SERVER_VENV) ]; then echo "    replacing $(SERVER_VENV) (built with other flags or unfinished)"; rm -rf ./$(SERVER_VENV); fi; \
+	if [ -e $(SERVER_VENV) ]; then echo "    replacing $(SERVER_VENV) (built with other flags or unfinished)"; rm -rf -- "$(SERVER_VENV)"; fi; \
 	$(PY) -m venv $(SERVER_VENV) && $(SERVER_VENV)/bin/pip install -q --upgrade pip || exit 1; \
 	echo "    CMAKE_ARGS=\"$(SERVER_CMAKE_ARGS)\""; \
 	echo "    compiling (log: $(SERVER_VENV)/build.log)"; SECONDS=0; \

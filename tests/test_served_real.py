@@ -47,7 +47,7 @@ def server_alive(server):
     test where it died and before every later one, not as the client's "Connection refused"."""
     server.check()
     yield
-    server.check(grace=2.0)
+    server.check()
 
 
 @pytest.fixture()
