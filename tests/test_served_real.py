@@ -41,6 +41,15 @@ def server(tmp_path_factory):
         yield srv
 
 
+@pytest.fixture(autouse=True)
+def server_alive(server):
+    """A server that died (llama.cpp crashed) is reported with its exit signal and log tail, at the
+    test where it died and before every later one, not as the client's "Connection refused"."""
+    server.check()
+    yield
+    server.check()
+
+
 @pytest.fixture()
 def keyed(server, monkeypatch):
     monkeypatch.setenv(KEY_ENV, server.key)
