@@ -57,7 +57,7 @@ def main():
 
     from csbench.lm.backend import sample
     from csbench.logs import setup_logging
-    from csbench.models import provenance
+    from csbench.provenance import provenance
     from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
     from csbench.protoqa.data import load_questions
 

@@ -49,7 +49,7 @@ def build_model(shape: str, outdir: Path) -> Path:
 
 
 def _provenance(model_dir) -> dict:
-    from csbench.models import provenance
+    from csbench.provenance import provenance
 
     p = provenance(model_dir)
     return {k: p.get(k) for k in ("spec", "random", "file_sha256", "quantisation", "parameters")}

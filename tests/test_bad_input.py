@@ -731,7 +731,7 @@ def test_unpinned_default_files_are_documented():
 
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     null = {f"{s}/{f}" for s, sub in schema["properties"]["sources"]["properties"].items()
-            for f, h in sub["default"]["files"].items() if h is None}
+            for f, h in sub["properties"]["files"]["default"].items() if h is None}
     assert null == set(UNPINNED)
 
 
@@ -900,7 +900,7 @@ def _model_table(model: str, source: str = "random:tiny-gpt2"):
 
 def test_model_table_of_this_model_is_read(tmp_path):
     from csbench.io import write_parquet, write_tsv
-    from csbench.models import read_model_table
+    from csbench.provenance import read_model_table
 
     write_parquet(_model_table("m1"), tmp_path / "items.parquet")
     write_tsv(_model_table("m1"), tmp_path / "metrics.tsv")
@@ -915,7 +915,7 @@ def test_model_table_that_is_not_this_models_is_refused(tmp_path, case):
     import pandas as pd
 
     from csbench.io import write_parquet
-    from csbench.models import read_model_table
+    from csbench.provenance import read_model_table
 
     path = tmp_path / "m1" / "items.parquet"
     if case in ("dir-with-other-model", "empty-dir"):

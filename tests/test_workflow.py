@@ -216,10 +216,10 @@ def changed_value(key: str, schema: dict, current):
     if enum:
         return next(v for v in enum if v != current)
     if "array" in types and current is not None:
+        if len(current) > 1:
+            return list(current)[:-1]
         items = schema.get("items", {}).get("enum")
-        if items and len(current) < len(items):
-            return list(current) + [next(v for v in items if v not in current)]
-        return list(current)[:-1] if len(current) > 1 else list(current) + ["x"]
+        return list(current) + [next(v for v in items if v not in current) if items else "x"]
     if "boolean" in types:
         return not current
     if "integer" in types:
@@ -237,8 +237,14 @@ def changed_value(key: str, schema: dict, current):
 
 # Keys whose generic change is not a valid or meaningful one: the change made instead.
 def special_changes(work: Path, tmp: Path) -> dict:
+    import shutil
+
     user_csv = tmp / "user.csv"
     user_csv.write_text("sentence,paraphrased_sentence,option1,option2,answer\n")
+    annotations = tmp / "annotations"  # the same returned blocks, elsewhere
+    shutil.copytree(REPO / "resources/demo/qads_annotations", annotations)
+    anchors = tmp / "anchors.tsv"
+    shutil.copy(REPO / "resources/published_anchors.tsv", anchors)
     mirror = (work / "resources/demo/mirror").resolve()
     out = {
         "tasks": ["twentyq", "protoqa", "winowhat", "qads", "results"],
@@ -247,7 +253,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "cache_dir": "results/cache-elsewhere",
         "models.lm": {"smollm2-135m": "random:tiny-gpt2"},
         "models.qa": {"tiny-bert-qa-2": "random:tiny-bert-qa"},
-        "models.embedder": "sentence-transformers/all-mpnet-base-v2",
+        "models.embedder": "hf:sentence-transformers/all-mpnet-base-v2",
         "lm.batch_size": 3,
         "lm.device": "cpu",
         "qads.qa.device": "cuda",
@@ -270,13 +276,14 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "qads.candidates.mwes": ["in order to"],
         "qads.candidates.spacy_model": "en_core_web_sm",
         "qads.wsd.enhanced_lesk.relations": ["hypernyms"],
-        "qads.verification.annotations": None,
+        "qads.verification.annotations": str(annotations),
         "qads.qa.models": [],
         "qads.finetune.train_on": "all",
         "qads.finetune.score_on": ["one", "original"],
-        "results.anchors": str(REPO / "resources/published_anchors.tsv"),
-        "contamination.corpora": {"books": {"paths": ["resources/demo/corpus/books/*",
-                                                      "resources/demo/corpus/none/*"]}},
+        "results.anchors": str(anchors),
+        "contamination.corpora": {"books": {"paths": ["resources/demo/corpus/books/book*"]}},
+        "contamination.methods": ["exact", "semantic"],  # the lexical scan loses ngram
+        "contamination.semantic.shard_mb": 0.0001,  # the books corpus cut into more shards
         "contamination.semantic.corpora": ["books", "web"],
     }
     for source in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat", "squad_v2", "csqa2",
@@ -294,6 +301,7 @@ INERT = {
                  "com2sense", "wsd_eval") for k in ("url", "archive", "urls")},
     "twentyq.scoring.reference_lm": "the demo has one LM: its reference LM is that model already",
     "winowhat.models": "the demo has one LM: every model is that model already",
+    "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
     "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
     "contamination.effect.benchmarks": "no random LM in the demo: the effect table is not built",

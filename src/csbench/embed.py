@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .models import provenance, resolve
+from .models import resolve
+from .provenance import provenance
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ import time
 from csbench.io import write_json
 from csbench.lm.backend import lm_cache_dir, sample
 from csbench.logs import snakemake_logger
-from csbench.models import provenance, provenance_columns
+from csbench.provenance import provenance, provenance_columns
 from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
 from csbench.protoqa.data import load_questions
 

@@ -2,7 +2,8 @@
 "" = no answer), plus the no-answer scores (null - best span) for the best-threshold metric."""
 from csbench.io import read_json, write_json
 from csbench.logs import snakemake_logger
-from csbench.models import is_random_model_dir, load_qa_model
+from csbench.models import load_qa_model
+from csbench.provenance import is_random_model_dir
 from csbench.qads.qa import predict
 
 log = snakemake_logger(snakemake)

@@ -5,7 +5,7 @@ from csbench.io import write_parquet, write_tsv
 from csbench.lm import open_scorer
 from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
-from csbench.models import provenance_columns
+from csbench.provenance import provenance_columns
 from csbench.twentyq.scoring import metrics, nll_by_quartile, score_items
 
 log = snakemake_logger(snakemake)

@@ -3,7 +3,7 @@ import pandas as pd
 
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
-from csbench.models import read_model_table
+from csbench.provenance import read_model_table
 from csbench.twentyq.scoring import plot_nll_by_quartile
 
 log = snakemake_logger(snakemake)

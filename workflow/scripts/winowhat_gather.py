@@ -3,7 +3,7 @@ import pandas as pd
 
 from csbench.io import write_parquet
 from csbench.logs import snakemake_logger
-from csbench.models import read_model_table
+from csbench.provenance import read_model_table
 
 log = snakemake_logger(snakemake)
 df = pd.concat([read_model_table(p, snakemake.wildcards.model) for p in snakemake.input],

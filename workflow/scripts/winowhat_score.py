@@ -5,7 +5,7 @@ from csbench.io import write_parquet
 from csbench.lm import open_scorer
 from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
-from csbench.models import provenance_columns
+from csbench.provenance import provenance_columns
 from csbench.winowhat.scoring import score_items, shard
 
 log = snakemake_logger(snakemake)

@@ -3,7 +3,7 @@ import pandas as pd
 
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
-from csbench.models import read_model_table
+from csbench.provenance import read_model_table
 from csbench.modelspec import PROVENANCE_COLUMNS
 from csbench.winowhat.stats import accuracy_table, mcnemar_table
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 def served_spec(model_dir) -> dict | None:
     """The ``openai`` spec of a materialised served model, else None."""
-    from ..models import provenance
+    from ..provenance import provenance
 
     spec = provenance(model_dir).get("spec")
     if isinstance(spec, dict) and spec.get("kind") == "openai":
