@@ -370,6 +370,15 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
             problems.append(f"{key}: reruns {sorted(extra)} it does not declare"
                             * bool(extra) + f"; does not rerun {sorted(missing)}" * bool(missing))
     assert not problems, "\n".join(problems)
+    # The settings issue 26 found rerunning hours of jobs: now none reruns a costly job.
+    costly = {"winowhat_score", "protoqa_generate", "twentyq_score", "twentyq_topic_frequency",
+              "qads_generate", "qads_wsd_eval", "qads_predict", "qads_finetune_fold", "audit_run",
+              "contamination_scan", "contamination_semantic"}
+    for key in ("qads.qa.mem_mb", "lm.max_batch_size", "lm.served.timeout", "lm.batch_size",
+                "qads.verification.block_size"):
+        assert set(got[key]["rerun"]) <= {"qads_export_annotation"}, (key, got[key])
+    shards = set(got["lm.shards"]["run"])  # new shard jobs, their gather and what reads it
+    assert "winowhat_score" in shards and not shards & (costly - {"winowhat_score"}), shards
 
 
 def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
