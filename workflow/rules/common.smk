@@ -5,7 +5,7 @@ from csbench.fetch import mirror_file, wanted_files
 from csbench.modelspec import check_config_models
 
 
-# Names that become paths are plain names (no '/', no leading dot, so never '.' or '..'): a
+# Names that become paths are plain names (no slash, no leading dot, so never . or ..): a
 # model named '..' once made a job's directory output resources/models/.., which Snakemake
 # removes before the job runs. The schema refuses such names in the config too.
 PLAIN_NAME = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"

@@ -23,6 +23,7 @@ for _src in [s for s in csbench.data.SOURCES if wanted_files(config["sources"][s
         log:
             f"logs/raw/{_src}.log",
         localrule: True
+        retries: 0  # network trouble is retried inside csbench.retry, nothing else
         conda:
             "../../envs/core.yaml"
         script:

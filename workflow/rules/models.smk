@@ -11,6 +11,9 @@ rule materialise_model:
     log:
         "logs/models/{model}.log",
     localrule: True
+    # network trouble is retried inside csbench.retry; a wrong hash, version or file fails once,
+    # also under a profile that retries jobs (profiles/slurm: retries: 1)
+    retries: 0
     resources:
         mem_mb=8000,
     conda:
