@@ -44,7 +44,7 @@ def summary(rows, res) -> dict:
 
 
 def main(argv=None):
-    from csbench.lm import LMScorer
+    from csbench.lm import open_scorer
     from csbench.lm.llama_server import (DEMO_EMPTY_CONTEXT, LlamaServer, demo_gguf,
                                          server_python)
     from csbench.lm.served import Endpoint, ServedScorer
@@ -74,7 +74,7 @@ def main(argv=None):
             served.check("loglikelihood")
             s_res, s_sec = score(served, rows)
         t0 = time.perf_counter()
-        local = LMScorer(a.local, device="cpu", dtype="float32", cache_dir=None)
+        local = open_scorer(a.local, {"device": "cpu", "dtype": "float32"}, None)
         load = time.perf_counter() - t0
         l_res, l_sec = score(local, rows)
         # the server ran in start-token mode when its prefix is set: the same conditioning locally

@@ -28,7 +28,7 @@ def main() -> None:
     import pandas as pd
     import torch
 
-    from csbench.lm import LMScorer
+    from csbench.lm import open_scorer
     from csbench.twentyq.prompts import ANSWERS, VARIANTS, build_prompts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -45,8 +45,8 @@ def main() -> None:
            "machine": platform.processor() or platform.machine(), "variants": {}}
     # One scorer each, warmed on prompts outside the timed ones (the engine's one-off checks
     # against a full pass happen on first use).
-    off_s = LMScorer(a.model, device="cpu", min_common_prefix=1 << 30)
-    on_s = LMScorer(a.model, device="cpu", min_common_prefix=8)
+    off_s = open_scorer(a.model, {"device": "cpu"}, min_common_prefix=1 << 30)
+    on_s = open_scorer(a.model, {"device": "cpu"}, min_common_prefix=8)
     warm = [(p, x) for p in build_prompts(test, train, "few_shot", 0)[-40:] for x in ANSWERS]
     for s in (off_s, on_s):
         s.loglikelihood(warm)

@@ -1,7 +1,7 @@
 """WinoWhat engine vs lm-evaluation-harness on the real WinoGrande dev items (original method).
 
 Measures (1) agreement: per-item log-likelihoods (|difference| <= 1e-4) and predictions, and
-(2) throughput: items/s of csbench.lm.LMScorer vs lm-eval's HFLM on the same model, device,
+(2) throughput: items/s of csbench's local LM engine vs lm-eval's HFLM on the same model, device,
 dtype and batch size, in the same run. lm-eval reads the local dev file (``dataset_path: json``)
 with its own winogrande task functions, and the local model directory (HFLM pretrained=<dir>).
 
@@ -108,10 +108,10 @@ def _sync(device):
 
 
 def run_csbench(model_dir, dev_rows, device, dtype, batch_size):
-    from csbench.lm import LMScorer
+    from csbench.lm import open_scorer
     from csbench.winowhat.requests import partial_requests
 
-    scorer = LMScorer(model_dir, device=device, dtype=dtype, batch_size=batch_size)
+    scorer = open_scorer(model_dir, {"device": device, "dtype": dtype, "batch_size": batch_size})
     reqs = [r for d in dev_rows for r in partial_requests(d["sentence"], d["option1"], d["option2"])]
     scorer.loglikelihood(reqs[:8])  # warm-up (kernels, allocator), not timed
     scorer.stats.update(rows=0, forward_tokens=0, padded_tokens=0, batches=0)

@@ -793,13 +793,12 @@ def test_scan_reports_progress_through_the_shard(tmp_path):
 def test_lm_scoring_reports_progress(caplog):
     from collections import defaultdict
 
-    from csbench.lm.score import LMScorer
+    from csbench.lm.batching import Batcher
 
-    stub = object.__new__(LMScorer)          # only what _batched needs: no model
-    stub.batch_size, stub.stats = 3, defaultdict(int)
+    batcher = Batcher(3, 3, "cpu", defaultdict(int))   # the engine's batching: no model
     done = []
     with caplog.at_level(logging.INFO, logger="csbench.progress"):
-        stub._batched(list(range(10)), lambda b: done.extend(b), weight=lambda u: 1)
+        batcher.run(list(range(10)), lambda b: done.extend(b), weight=lambda u: 1)
     assert done == list(range(10))
     msgs = [r.getMessage() for r in caplog.records]
     assert msgs and msgs[-1].startswith("LM scoring: 10 rows of 10 rows (100%)")

@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from csbench.lm import LMScorer, encode_pair
+from csbench.lm import encode_pair, open_scorer
 
 REQS = [
     ("The cat sat on the", " mat."),
@@ -18,6 +18,13 @@ REQS = [
     ("Sarah was a better surgeon than Maria so Maria", " always got the easier cases."),
     ("x" * 5, " y"),
 ] * 2
+
+
+def local(model_dir, cache_dir=None, **kw):
+    """A local scorer through open_scorer (the only way in), on CPU: ``lm`` settings
+    (batch_size, max_batch_size, dtype) and engine options (max_length, share_prefix, ...)."""
+    lm = {k: kw.pop(k) for k in ("batch_size", "max_batch_size", "dtype") if k in kw}
+    return open_scorer(model_dir, {"device": "cpu", **lm}, cache_dir, **kw)
 
 
 def naive(scorer, context, continuation):
@@ -32,7 +39,7 @@ def naive(scorer, context, continuation):
 
 @pytest.fixture(scope="module")
 def scorer(tiny_lm_dir):
-    return LMScorer(tiny_lm_dir, device="cpu", batch_size=4)
+    return local(tiny_lm_dir, batch_size=4)
 
 
 def test_encode_pair_follows_the_harness(scorer):
@@ -46,7 +53,7 @@ def test_encode_pair_follows_the_harness(scorer):
 
 @pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_neox_dir"])
 def test_matches_unbatched_full_forward(fixture, request):
-    s = LMScorer(request.getfixturevalue(fixture), device="cpu", batch_size=3)
+    s = local(request.getfixturevalue(fixture), batch_size=3)
     got = s.loglikelihood(REQS)
     for (c, x), (lp, n) in zip(REQS, got):
         ref_lp, ref_n = naive(s, c, x)
@@ -55,22 +62,22 @@ def test_matches_unbatched_full_forward(fixture, request):
 
 
 def test_batch_size_and_order_invariance(tiny_lm_dir):
-    base = LMScorer(tiny_lm_dir, device="cpu", batch_size=1).loglikelihood(REQS)
+    base = local(tiny_lm_dir, batch_size=1).loglikelihood(REQS)
     order = list(range(len(REQS)))
     random.Random(1).shuffle(order)
     for bs in (2, 5, "auto"):
-        s = LMScorer(tiny_lm_dir, device="cpu", batch_size=bs)
+        s = local(tiny_lm_dir, batch_size=bs)
         got = s.loglikelihood([REQS[i] for i in order])
         for j, i in enumerate(order):
             assert got[j][1] == base[i][1]
             assert abs(got[j][0] - base[i][0]) <= 1e-5
-    again = LMScorer(tiny_lm_dir, device="cpu", batch_size=1).loglikelihood(REQS)
+    again = local(tiny_lm_dir, batch_size=1).loglikelihood(REQS)
     assert again == base  # deterministic
 
 
 def test_logits_only_at_continuation_positions_and_shared_contexts(scorer):
     seen = []
-    h = scorer._head.register_forward_hook(lambda m, i, o: seen.append(i[0].shape[0]))
+    h = scorer.engine.forward.head.register_forward_hook(lambda m, i, o: seen.append(i[0].shape[0]))
     try:
         scorer.stats.update(rows=0)
         reqs = REQS[:8] + [("The dog sat on", " the"), ("The dog sat on", " a")]
@@ -84,8 +91,8 @@ def test_logits_only_at_continuation_positions_and_shared_contexts(scorer):
 
 
 def test_shared_prefixes_match_unshared(tiny_neox_dir):
-    plain = LMScorer(tiny_neox_dir, device="cpu", batch_size=3, share_prefix=False)
-    shared = LMScorer(tiny_neox_dir, device="cpu", batch_size=3)
+    plain = local(tiny_neox_dir, batch_size=3, share_prefix=False)
+    shared = local(tiny_neox_dir, batch_size=3)
     a, b = plain.loglikelihood(REQS), shared.loglikelihood(REQS)
     assert shared.stats["shared_groups"] >= 2 and plain.stats["shared_groups"] == 0
     assert shared.stats["forward_tokens"] < plain.stats["forward_tokens"]
@@ -93,24 +100,24 @@ def test_shared_prefixes_match_unshared(tiny_neox_dir):
 
 
 def test_oom_backoff_gives_same_numbers(tiny_lm_dir, monkeypatch):
-    ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=1).loglikelihood(REQS)
-    s = LMScorer(tiny_lm_dir, device="cpu", batch_size="auto", max_batch_size=16)
-    real = s._base_call
+    ref = local(tiny_lm_dir, batch_size=1).loglikelihood(REQS)
+    s = local(tiny_lm_dir, batch_size="auto", max_batch_size=16)
+    real = s.engine.forward.body
 
     def flaky(ids, **kw):
         if ids.shape[0] > 2:
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
         return real(ids, **kw)
 
-    monkeypatch.setattr(s, "_base_call", flaky)
+    monkeypatch.setattr(s.engine.forward, "body", flaky)
     got = s.loglikelihood(REQS)
-    assert s.stats["oom_backoffs"] >= 1 and s._auto_bs <= 2
+    assert s.stats["oom_backoffs"] >= 1 and s.engine.batcher.auto_size <= 2
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
 
 
 def test_fixed_batch_size_does_not_hide_errors(tiny_lm_dir, monkeypatch):
-    s = LMScorer(tiny_lm_dir, device="cpu", batch_size=4)
-    monkeypatch.setattr(s, "_base_call", lambda ids, **kw: (_ for _ in ()).throw(
+    s = local(tiny_lm_dir, batch_size=4)
+    monkeypatch.setattr(s.engine.forward, "body", lambda ids, **kw: (_ for _ in ()).throw(
         torch.OutOfMemoryError("out of memory")))
     with pytest.raises(torch.OutOfMemoryError):
         s.loglikelihood(REQS[:2])
@@ -118,9 +125,9 @@ def test_fixed_batch_size_does_not_hide_errors(tiny_lm_dir, monkeypatch):
 
 def test_cache_per_model_key_and_request(tiny_lm_dir, tmp_path):
     keys = [f"ds/orig/{i}" for i in range(len(REQS))]
-    s1 = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path)
+    s1 = local(tiny_lm_dir, tmp_path)
     first = s1.loglikelihood(REQS, keys=keys)
-    s2 = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path)
+    s2 = local(tiny_lm_dir, tmp_path)
     second = s2.loglikelihood(REQS, keys=keys)
     assert second == first and s2.stats["cached"] == len(REQS) and s2.stats["unique"] == 0
     changed = s2.loglikelihood([("The cat sat on the", " sofa")], keys=[keys[0]])
@@ -128,11 +135,11 @@ def test_cache_per_model_key_and_request(tiny_lm_dir, tmp_path):
 
 
 def test_open_scorer_and_generate(tiny_lm_dir, tmp_path):
-    from csbench.lm import open_scorer
-
     lm = {"device": "cpu", "dtype": "float32", "batch_size": 2, "max_batch_size": 8}
     s = open_scorer(tiny_lm_dir, lm, tmp_path / "lm")
-    assert isinstance(s, LMScorer) and s.batch_size == 2 and s.max_batch_size == 8
+    assert s.backend == "local" and s.compute() == {"compute_device": "cpu",
+                                                    "compute_dtype": "float32"}
+    assert s.engine.batcher.batch_size == 2 and s.engine.batcher.max_batch_size == 8
     assert s.cache is not None
     out = s.generate(["Name something", "Q"], max_new_tokens=4, num_samples=3, seed=1)
     assert len(out) == 2 and all(len(x) == 3 and all(isinstance(t, str) for t in x) for x in out)
@@ -141,21 +148,21 @@ def test_open_scorer_and_generate(tiny_lm_dir, tmp_path):
 
 
 def test_prefix_sharing_falls_back_when_unsupported(tiny_lm_dir, monkeypatch):
-    ref = LMScorer(tiny_lm_dir, device="cpu", share_prefix=False).loglikelihood(REQS)
-    s = LMScorer(tiny_lm_dir, device="cpu")
-    monkeypatch.setattr(s, "_run_shared", lambda *a: (_ for _ in ()).throw(
+    ref = local(tiny_lm_dir, share_prefix=False).loglikelihood(REQS)
+    s = local(tiny_lm_dir)
+    monkeypatch.setattr(s.engine.tree, "run", lambda *a: (_ for _ in ()).throw(
         NotImplementedError("no cache reuse")))
     got = s.loglikelihood(REQS)
-    assert not s.share_prefix
+    assert not s.engine.share_prefix
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
 
 
 def test_long_shared_prefix_groups_are_capped(tiny_lm_dir):
     shot = "Q: Is it alive? A: yes. " * 6
     reqs = [(f"{shot}Q: Is thing {i} big? A:", a) for i in range(12) for a in (" yes", " no")]
-    s = LMScorer(tiny_lm_dir, device="cpu", batch_size=4)
+    s = local(tiny_lm_dir, batch_size=4)
     got = s.loglikelihood(reqs)
-    ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=4, share_prefix=False).loglikelihood(reqs)
+    ref = local(tiny_lm_dir, batch_size=4, share_prefix=False).loglikelihood(reqs)
     assert s.stats["shared_groups"] >= 3  # 12 rows, at most 4 per group
     assert all(abs(a[0] - b[0]) <= 1e-5 for a, b in zip(got, ref))
 
@@ -170,21 +177,21 @@ TWINS = [  # WinoGrande-like twins: partial-evaluation requests branching at the
 @pytest.mark.parametrize("mode", ["sdpa", "eager", "kv"])
 def test_tree_attention_matches_unshared(fixture, mode, request):
     d = request.getfixturevalue(fixture)
-    ref = LMScorer(d, device="cpu", batch_size=2, share_prefix=False).loglikelihood(TWINS)
-    s = LMScorer(d, device="cpu", batch_size=2)
+    ref = local(d, batch_size=2, share_prefix=False).loglikelihood(TWINS)
+    s = local(d, batch_size=2)
     if mode == "kv":
-        s._tree_attention = False
+        s.engine.tree.enabled = False
     else:
-        s._attn_impl = mode  # eager: additive float mask instead of the boolean one
+        s.engine.forward.attn_impl = mode  # eager: additive float mask instead of the boolean one
     calls = []
-    real = s._base_call
-    s._base_call = lambda ids, **kw: calls.append(ids.shape) or real(ids, **kw)
+    real = s.engine.forward.body
+    s.engine.forward.body = lambda ids, **kw: calls.append(ids.shape) or real(ids, **kw)
     got = s.loglikelihood(TWINS)
     assert s.stats["shared_groups"] >= 1
     for (lp, n), (rlp, rn) in zip(got, ref):
         assert n == rn and abs(lp - rlp) <= 1e-5
     if mode != "kv":  # one forward pass per batch (+2 for the one-off check); shared once
-        assert s._tree_attention and s._tree_checked
+        assert s.engine.tree.enabled and s.engine.tree.checked
         assert len(calls) == s.stats["batches"] + 2
         assert s.stats["forward_tokens"] < sum(len(sum(s.encode(*r), [])) - 1 for r in TWINS)
 
@@ -197,17 +204,17 @@ def test_fused_gelu_equals_gelu_new():
 
 
 def test_tree_attention_disabled_when_the_model_disagrees(tiny_lm_dir):
-    ref = LMScorer(tiny_lm_dir, device="cpu", share_prefix=False).loglikelihood(TWINS)
-    s = LMScorer(tiny_lm_dir, device="cpu")
-    real = s._tree_forward
+    ref = local(tiny_lm_dir, share_prefix=False).loglikelihood(TWINS)
+    s = local(tiny_lm_dir)
+    real = s.engine.tree.forward_tries
 
     def broken(groups, **kw):  # e.g. a model that ignores position_ids / the 4-D mask
         hidden, *rest = real(groups, **kw)
         return (hidden + 1.0, *rest)
 
-    s._tree_forward = broken
+    s.engine.tree.forward_tries = broken
     got = s.loglikelihood(TWINS)
-    assert s._tree_checked and not s._tree_attention and s.stats["shared_groups"] >= 1
+    assert s.engine.tree.checked and not s.engine.tree.enabled and s.stats["shared_groups"] >= 1
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
 
 
@@ -227,11 +234,11 @@ def test_last_layer_only_at_scored_positions(fixture, mode, request):
 
     d = request.getfixturevalue(fixture)
     reqs = REQS + TWINS
-    ref = LMScorer(d, device="cpu", batch_size=3)
-    ref._scored_only = False
+    ref = local(d, batch_size=3)
+    ref.engine.forward.scored_only = False
     want = ref.loglikelihood(reqs)
-    s = LMScorer(d, device="cpu", batch_size=3)
-    s._attn_impl = mode
+    s = local(d, batch_size=3)
+    s.engine.forward.attn_impl = mode
     used = []
     real = lastlayer._LastLayerAt.__call__
     orig = lastlayer._LastLayerAt.__call__
@@ -240,7 +247,8 @@ def test_last_layer_only_at_scored_positions(fixture, mode, request):
         got = s.loglikelihood(reqs)
     finally:
         lastlayer._LastLayerAt.__call__ = orig
-    assert s._scored_only and s._scored_checked and len(used) >= s.stats["batches"]
+    assert s.engine.forward.scored_only and s.engine.forward.scored_checked
+    assert len(used) >= s.stats["batches"]
     assert s.stats["shared_groups"] >= 1
     for (lp, n), (rlp, rn) in zip(got, want):
         assert n == rn and abs(lp - rlp) <= 1e-5
@@ -249,7 +257,7 @@ def test_last_layer_only_at_scored_positions(fixture, mode, request):
 def test_last_layer_swap_disabled_when_it_disagrees(tiny_neox_dir, monkeypatch):
     from csbench.lm import lastlayer
 
-    want = LMScorer(tiny_neox_dir, device="cpu", share_prefix=False).loglikelihood(TWINS)
+    want = local(tiny_neox_dir, share_prefix=False).loglikelihood(TWINS)
     real = lastlayer._LastLayerAt.__call__
 
     def broken(self, *a, **k):  # (noise, since the final norm ignores shifts and scales)
@@ -257,13 +265,13 @@ def test_last_layer_swap_disabled_when_it_disagrees(tiny_neox_dir, monkeypatch):
         return out + torch.randn(out.shape, generator=torch.Generator().manual_seed(0))
 
     monkeypatch.setattr(lastlayer._LastLayerAt, "__call__", broken)
-    s = LMScorer(tiny_neox_dir, device="cpu")
+    s = local(tiny_neox_dir)
     got = s.loglikelihood(TWINS)
-    assert s._scored_checked and not s._scored_only
+    assert s.engine.forward.scored_checked and not s.engine.forward.scored_only
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, want))
     # the model's own layer list is restored after every call
     assert not any(isinstance(m, torch.nn.Module) and type(m).__name__ == "_Module"
-                   for m in lastlayer.decoder_layers(s._base))
+                   for m in lastlayer.decoder_layers(s.engine.forward.base))
 
 
 def test_plan_chunks_covers_rows_once_and_cuts_padding():
@@ -293,14 +301,14 @@ def test_common_header_runs_once_per_batch(fixture, request):
     """Prompts that differ after a shared instruction header (not enough for a prefix group):
     each batch runs the header once through the KV cache, with the same numbers."""
     d = request.getfixturevalue(fixture)
-    plain = LMScorer(d, device="cpu", batch_size=4, share_prefix=False)
-    shared = LMScorer(d, device="cpu", batch_size=4)
+    plain = local(d, batch_size=4, share_prefix=False)
+    shared = local(d, batch_size=4)
     a, b = plain.loglikelihood(HEADED), shared.loglikelihood(HEADED)
     assert all(abs(x[0] - y[0]) <= 1e-5 and x[1] == y[1] for x, y in zip(a, b))
     assert shared.stats["forward_tokens"] < plain.stats["forward_tokens"]
     for (c, x), (lp, n) in zip(HEADED, b):
         assert abs(lp - naive(shared, c, x)[0]) <= 1e-5
-    off = LMScorer(d, device="cpu", batch_size=4, min_common_prefix=10_000)
+    off = local(d, batch_size=4, min_common_prefix=10_000)
     assert off.loglikelihood(HEADED)
     assert shared.stats["forward_tokens"] < off.stats["forward_tokens"] <= plain.stats["forward_tokens"]
 
@@ -308,10 +316,10 @@ def test_common_header_runs_once_per_batch(fixture, request):
 def test_cached_scoring_commits_in_chunks(tiny_lm_dir, tmp_path, monkeypatch):
     """A job killed mid-way keeps the chunks it finished; the rerun scores only the rest and
     gets the numbers of an uninterrupted run."""
-    whole = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "a", commit_every=3)
+    whole = local(tiny_lm_dir, tmp_path / "a", commit_every=3)
     ref = whole.loglikelihood(HEADED)
-    killed = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "b", commit_every=3)
-    real, calls = killed._score_encoded, []
+    killed = local(tiny_lm_dir, tmp_path / "b", commit_every=3)
+    real, calls = killed.engine.score, []
 
     def dies_on_third_chunk(enc):
         calls.append(len(enc))
@@ -319,29 +327,30 @@ def test_cached_scoring_commits_in_chunks(tiny_lm_dir, tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(enc)
 
-    monkeypatch.setattr(killed, "_score_encoded", dies_on_third_chunk)
+    monkeypatch.setattr(killed.engine, "score", dies_on_third_chunk)
     with pytest.raises(KeyboardInterrupt):
         killed.loglikelihood(HEADED)
-    again = LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "b", commit_every=3)
+    again = local(tiny_lm_dir, tmp_path / "b", commit_every=3)
     assert again.loglikelihood(HEADED) == ref
     assert again.stats["cached"] == 6 and again.stats["unique"] == len(HEADED) - 6 > 0
 
 
 def test_cpu_auto_batches_hold_fewer_long_rows(tiny_lm_dir, monkeypatch):
     """CPU, automatic batch size: long rows count by their tokens (same numbers as one per batch)."""
-    import csbench.lm.score as S
+    from csbench.lm import batching
+    from csbench.lm.plan import Row
 
-    monkeypatch.setattr(S, "CPU_ROW_TOKENS", 10)
-    s = LMScorer(tiny_lm_dir, device="cpu", share_prefix=False)
+    monkeypatch.setattr(batching, "CPU_ROW_TOKENS", 10)
+    s = local(tiny_lm_dir, share_prefix=False)
     sizes = []
-    real = s._run_batch
-    monkeypatch.setattr(s, "_run_batch", lambda b, out: (sizes.append(len(b)), real(b, out)))
+    real = s.engine.run_rows
+    monkeypatch.setattr(s.engine, "run_rows", lambda b, out: (sizes.append(len(b)), real(b, out)))
     got = s.loglikelihood(HEADED)
     assert max(sizes) <= 8  # rows of 39-47 tokens count 3.9-4.7 of the 32
-    ref = LMScorer(tiny_lm_dir, device="cpu", batch_size=1, share_prefix=False).loglikelihood(HEADED)
+    ref = local(tiny_lm_dir, batch_size=1, share_prefix=False).loglikelihood(HEADED)
     assert all(abs(x[0] - y[0]) <= 1e-5 and x[1] == y[1] for x, y in zip(got, ref))
-    fixed = LMScorer(tiny_lm_dir, device="cpu", batch_size=32)
-    assert fixed._row_weight(S.Row(list(range(500)))) == 1
+    fixed = local(tiny_lm_dir, batch_size=32)
+    assert fixed.engine.batcher.row_weight(Row(list(range(500)))) == 1
 
 
 # ---------------------------------------------------------------- the window (issue 29)
@@ -360,7 +369,7 @@ LONG_CTX = " ".join(f"word{i}" for i in range(30))
 
 
 def test_context_truncation_is_counted_logged_and_matches_the_harness(tiny_lm_dir, caplog):
-    s = LMScorer(tiny_lm_dir, device="cpu", max_length=16)
+    s = local(tiny_lm_dir, max_length=16)
     reqs = [(LONG_CTX, " and the end."), (LONG_CTX, " x"), ("Short", " fits.")] + REQS[:4]
     with caplog.at_level("WARNING", logger="csbench.lm.score"):
         got = s.loglikelihood(reqs, keys=[f"k{i}" for i in range(len(reqs))])
@@ -373,7 +382,7 @@ def test_context_truncation_is_counted_logged_and_matches_the_harness(tiny_lm_di
     assert (f"{cut} of 7 requests had their context left-truncated to fit the model's window of "
             "16 tokens (lm-evaluation-harness truncates the same way)") in msg
     assert "request 0 (key 'k0')" in msg
-    again = LMScorer(tiny_lm_dir, device="cpu")  # the model's own window (512): nothing cut
+    again = local(tiny_lm_dir)  # the model's own window (512): nothing cut
     again.loglikelihood(reqs)
     assert again.stats["truncated"] == 0
 
@@ -381,7 +390,7 @@ def test_context_truncation_is_counted_logged_and_matches_the_harness(tiny_lm_di
 def test_continuation_longer_than_the_window_is_an_error(tiny_lm_dir, tmp_path):
     from csbench.lm.base import RequestError
 
-    s = LMScorer(tiny_lm_dir, device="cpu", max_length=16, cache_dir=tmp_path)
+    s = local(tiny_lm_dir, max_length=16, cache_dir=tmp_path)
     _, cont = s.encode("Hello", " " + LONG_CTX)
     assert len(cont) > 16
     with pytest.raises(RequestError, match=rf"request 1 \(key 'wg/orig/7/2'\): context 'Hello', "
@@ -399,7 +408,7 @@ def test_continuation_longer_than_the_window_is_an_error(tiny_lm_dir, tmp_path):
 def test_scorer_generate_refuses_prompts_past_the_window(tiny_lm_dir):
     from csbench.lm.base import RequestError
 
-    s = LMScorer(tiny_lm_dir, device="cpu", max_length=16)
+    s = local(tiny_lm_dir, max_length=16)
     with pytest.raises(RequestError, match=r"prompt 1 \(question q9\) 'word0.*: \d+ prompt tokens "
                                            r"\+ max_new_tokens 4 exceed the model's window of 16"):
         s.generate(["Hi", LONG_CTX], max_new_tokens=4, names=["question q1", "question q9"])

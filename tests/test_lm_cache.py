@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from csbench.lm import LMScorer, open_scorer
+from csbench.lm import open_scorer
 from csbench.lm.cache import ScoreCache, request_fingerprint, score_checksum
 
 REQS = [("The cat sat on the", " mat."), ("The cat sat on the", " hat"),
@@ -19,7 +19,7 @@ KEYS = [f"demo/orig/{i}/1" for i in range(len(REQS))]
 
 @pytest.fixture(scope="module")
 def reference(tiny_lm_dir):
-    return LMScorer(tiny_lm_dir, device="cpu").loglikelihood(REQS)
+    return open_scorer(tiny_lm_dir, {"device": "cpu"}).loglikelihood(REQS)
 
 
 def same(got, want):
@@ -30,7 +30,7 @@ def same(got, want):
 
 
 def scorer(tiny_lm_dir, tmp_path, **kw):
-    return LMScorer(tiny_lm_dir, device="cpu", cache_dir=tmp_path / "lm", **kw)
+    return open_scorer(tiny_lm_dir, {"device": "cpu", **kw}, tmp_path / "lm")
 
 
 def cache_file(tmp_path):

@@ -108,6 +108,7 @@ def test_open_scorer_picks_the_served_backend(tmp_path):
         d = served_dir(tmp_path, fake.base_url)
         s = open_scorer(d, {"served": FAST}, tmp_path / "cache")
         assert s.backend == "served" and "fake-lm" in s.describe()
+        assert s.compute() == {"compute_device": "served", "compute_dtype": "served"}
         assert s.loglikelihood(REQS[:1])[0] == pytest.approx(expected(*REQS[0]))
 
 

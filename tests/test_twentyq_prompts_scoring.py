@@ -67,9 +67,9 @@ def test_topic_frequency_quartiles():
 
 
 def test_scoring_with_the_lm_engine(tiny_lm_dir, tmp_path):
-    from csbench.lm import LMScorer
+    from csbench.lm import open_scorer
 
-    scorer = LMScorer(tiny_lm_dir, device="cpu", dtype="float32", batch_size=8)
+    scorer = open_scorer(tiny_lm_dir, {"device": "cpu", "dtype": "float32", "batch_size": 8})
     items = scoring.score_items(scorer.loglikelihood, TEST, TRAIN, variants=["zero_shot", "few_shot"])
     assert len(items) == 4 and items["p_yes"].between(0, 1).all()
     freq = scoring.topic_frequency(scorer.loglikelihood, TEST["subject"])

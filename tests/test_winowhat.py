@@ -132,10 +132,10 @@ def test_score_items_pred_ties_and_keys():
 
 
 def test_score_items_with_tiny_model(tiny_lm_dir):
-    from csbench.lm import LMScorer
+    from csbench.lm import open_scorer
 
     it = build_items(_dev(), _ww())
-    out = score_items(it, LMScorer(tiny_lm_dir, device="cpu", batch_size=2))
+    out = score_items(it, open_scorer(tiny_lm_dir, {"device": "cpu", "batch_size": 2}))
     assert out["n_tokens1"].min() >= 1 and out["pred"].isin([1, 2]).all()
     assert list(out.columns[:14]) == ["item_id", "dataset", "variant", "sentence", "option1",
                                       "option2", "loglik1", "loglik2", "n_tokens1", "n_tokens2",

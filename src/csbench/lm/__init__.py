@@ -1,10 +1,11 @@
 """Shared LM scoring engine: summed continuation log-probabilities from a causal LM.
 
 Two backends behind one interface (:class:`csbench.lm.base.Scorer`): the local PyTorch engine
-:class:`LMScorer` (:mod:`csbench.lm.score`) and a served model behind an OpenAI-compatible ``/v1/completions``
-endpoint (:mod:`csbench.lm.served`). Tasks get theirs from :func:`open_scorer(model_dir, lm,
-cache_dir) <csbench.lm.backend.open_scorer>`; planning (:mod:`csbench.lm.plan`) and the cache
-(:mod:`csbench.lm.cache`) are shared, only execution differs.
+(:class:`csbench.lm.score.LMScorer`) and a served model behind an OpenAI-compatible
+``/v1/completions`` endpoint (:mod:`csbench.lm.served`). Tasks, tests and benchmarks get theirs
+from :func:`open_scorer(model_dir, lm, cache_dir) <csbench.lm.backend.open_scorer>`, the only way
+in; planning (:mod:`csbench.lm.plan`) and the cache (:mod:`csbench.lm.cache`) are shared, only
+execution differs.
 
 API (stable; 20Q, ProtoQA and WinoWhat code against it). The way in is :func:`open_scorer`;
 no task constructs a backend itself::
@@ -21,7 +22,10 @@ no task constructs a backend itself::
                                                 #   the config schema
                          cache_dir,             # lm_cache_dir(config) = f"{config['cache_dir']}/lm":
                                                 #   per-item SQLite cache, or None
-                         needs=("loglikelihood",))  # a served model is checked for these now
+                         needs=("loglikelihood",),  # a served model is checked for these now
+                         **engine)              # local engine options (tests, benchmarks):
+                                                #   max_length, share_prefix, min_shared_prefix,
+                                                #   min_common_prefix, commit_every, add_bos_token
     out = scorer.loglikelihood([(context, continuation), ...], keys=None)
     # -> list of (logprob: float, n_tokens: int), in request order.
     #    logprob = sum over the continuation's tokens of log p(token | context, previous tokens),
@@ -31,24 +35,40 @@ no task constructs a backend itself::
     # A continuation longer than the window is a RequestError (csbench.lm.base) naming the
     #    request; contexts cut to fit are counted in scorer.stats["truncated"] and logged.
 
-    scorer.loglikelihood_rolling(texts)         # -> list of (logprob, n_tokens) of whole texts
     scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
                     top_p=1.0, seed=0, stop=("\\n",), names=None)   # -> list[list[str]]
+    scorer.compute()    # -> {"compute_device": "cpu" | "cuda:0" | "served",
+                        #     "compute_dtype": "float32" | "bfloat16" | "float16" | "served"}:
+                        #    what actually computed the scores (resolved device and dtype)
+    scorer.stats        # counters: requests, unique, cached, cache_rejected, seconds; local also
+                        #    truncated, rows, shared_groups, batches, forward_tokens,
+                        #    padded_tokens, oom_backoffs; served also http_requests, retries,
+                        #    samples_cached, clamped_logprobs
 
     sample(model_dir, prompts, num_samples, lm=lm, cache_dir=cache_dir, max_new_tokens=20,
            temperature=0.69, top_p=0.9, seed=0, chunk=100, stop=...)   # -> list[list[str]]
     # ProtoQA's sampling: the local sampler (csbench.lm.generate, order-independent, seeded per
     # prompt) or the served model's completions
 
-For a local model :func:`open_scorer` returns an :class:`LMScorer` (device ``auto | cpu |
-cuda[:N]``; dtype ``auto`` = bf16 on GPU, fp32 on CPU; batch size an int or ``auto``: the largest
-that fits, up to ``max_batch_size``, with OOM backoff); for an ``openai`` spec a
-:class:`csbench.lm.served.ServedScorer`.
+For a local model :func:`open_scorer` returns a :class:`~csbench.lm.score.LMScorer` (device
+``auto | cpu | cuda[:N]``; dtype ``auto`` = bf16 on GPU, fp32 on CPU; batch size an int or
+``auto``: the largest that fits, up to ``max_batch_size``, with OOM backoff); for an ``openai``
+spec a :class:`csbench.lm.served.ServedScorer`.
+
+The local engine is a facade (:mod:`csbench.lm.score`: cache lookup and commits in chunks, the
+window check, validation of every score) over one module per strategy: request encoding
+(:mod:`~csbench.lm.tokens`), the dtype and everything that depends on it
+(:mod:`~csbench.lm.precision`), batching with out-of-memory backoff (:mod:`~csbench.lm.batching`),
+the forward pass and log-probs at the continuation positions (:mod:`~csbench.lm.forward`, the
+last layer at scored positions: :mod:`~csbench.lm.lastlayer`), the prefix trie and tree attention
+(:mod:`~csbench.lm.tree`), KV reuse for shared prefixes and common headers
+(:mod:`~csbench.lm.kvshare`), and the execution that picks among them (:mod:`~csbench.lm.engine`).
 
 Tokenisation follows lm-evaluation-harness exactly (so scores mean what the harness means):
 trailing whitespace of the context moves to the start of the continuation; the continuation's
 tokens are those of ``tokenize(context + continuation)`` after the first ``len(tokenize(context))``;
-an empty context is replaced by the end-of-text token. Sequences longer than the model's window
+an empty context is replaced by the start-of-text token (the end-of-text token if the
+tokenizer has none). Sequences longer than the model's window
 are left-truncated as the harness does (the last ``window + 1`` tokens of context + continuation),
 counted and logged; a continuation that does not fit in the window is an error (the harness
 asserts it never happens). Every log-probability that enters a score is finite and <= 0 (up to
@@ -82,8 +102,6 @@ from __future__ import annotations
 
 from .backend import open_scorer
 from .base import RequestError
-from .cache import request_fingerprint
 from .plan import encode_pair
-from .score import LMScorer
 
-__all__ = ["LMScorer", "RequestError", "encode_pair", "open_scorer", "request_fingerprint"]
+__all__ = ["RequestError", "encode_pair", "open_scorer"]

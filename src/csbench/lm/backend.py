@@ -1,7 +1,8 @@
-"""One entry point for every task: :func:`open_scorer` gives the backend a model directory
-stands for (``resources/models/<name>/``): the local PyTorch engine (:class:`csbench.lm.LMScorer`)
-or, for an ``openai`` spec, the served one (:class:`csbench.lm.served.ServedScorer`). Both take
-``loglikelihood(requests, keys)`` and ``generate(...)``; a served model's features are checked
+"""One entry point for every task, test and benchmark: :func:`open_scorer` gives the backend a
+model directory stands for (``resources/models/<name>/``): the local PyTorch engine
+(:class:`csbench.lm.score.LMScorer`) or, for an ``openai`` spec, the served one
+(:class:`csbench.lm.served.ServedScorer`). Both take ``loglikelihood(requests, keys)``,
+``generate(...)`` and ``compute()``; a served model's features are checked
 here, before any work, so a job fails at its start naming what the server lacks."""
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None 
     """The scorer of a model directory with the ``lm`` config section's settings (``device``,
     ``dtype``, ``batch_size``, ``max_batch_size``, ``served``, ``refresh_cache``: read no cache
     entry, recompute and overwrite them; keys left out take the schema's defaults); a served
-    model is checked for ``needs`` now."""
+    model is checked for ``needs`` now. ``kw``: the local engine's options
+    (:class:`csbench.lm.score.LMScorer`: ``max_length``, ``share_prefix``, ...)."""
     lm = lm_settings(lm)
     spec = served_spec(model_dir)
     if spec is not None:

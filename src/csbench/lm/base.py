@@ -1,6 +1,6 @@
 """The interface every LM backend implements, and the part they share: request checks, the
 cache lookup and the statistics. A backend implements ``_score_todo`` (score the requests the
-cache did not answer, fill ``results`` and the cache) and ``generate``."""
+cache did not answer, fill ``results`` and the cache), ``generate`` and ``compute``."""
 from __future__ import annotations
 
 import time
@@ -77,11 +77,6 @@ class Scorer:
                     offset) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def loglikelihood_rolling(self, texts) -> list[tuple[float, int]]:
-        """Log-probability of whole texts (conditioned on the start-of-text token); a text
-        longer than the model's window is an error (no rolling windows)."""
-        return self.loglikelihood([("", t) for t in texts])
-
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",), names=None) -> list[list[str]]:  # pragma: no cover
@@ -90,6 +85,12 @@ class Scorer:
     def describe(self) -> str:
         """One line for logs: backend and where it runs."""
         return self.backend
+
+    def compute(self) -> dict:  # pragma: no cover
+        """What computes the scores, for the provenance columns of every table made from them
+        (:func:`csbench.provenance.stamp`): ``{"compute_device": "cpu" | "cuda:0" | "served",
+        "compute_dtype": "float32" | "bfloat16" | "float16" | "served"}``, the resolved values."""
+        raise NotImplementedError
 
 
 def cut_at_stop(texts, stop) -> list[str]:

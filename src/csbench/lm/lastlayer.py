@@ -17,13 +17,15 @@ that without re-implementing any model family's attention:
 The swap is done by replacing the layer in its ``ModuleList`` for one call
 (:func:`scored_only`). Works for families whose layer takes the cache as ``past_key_values`` /
 ``layer_past`` / ``past_key_value`` and receives a 4-D (or no) mask: GPT-2, GPT-NeoX, Llama and
-relatives. :class:`csbench.lm.LMScorer` checks once per model that the result equals a full pass
-and falls back to full passes when it does not.
+relatives. The engine (:class:`csbench.lm.forward.Forward`) checks once per model that the result
+equals a full pass and falls back to full passes when it does not.
 """
 from __future__ import annotations
 
 import contextlib
 import inspect
+
+from .precision import attention_mask
 
 CACHE_ARGS = ("past_key_values", "layer_past", "past_key_value")
 
@@ -149,10 +151,7 @@ class _LastLayerAt:
         b, S = keep.shape
         if mask is None:   # plain causal rows (right padding): key j visible to query i iff j <= i
             allow = (torch.arange(T, device=keep.device)[None, None, :] <= keep[:, :, None])[:, None]
-            if self.attn_impl == "sdpa":
-                return allow
-            m = torch.zeros(allow.shape, dtype=self.dtype, device=keep.device)
-            return m.masked_fill_(~allow, torch.finfo(self.dtype).min)
+            return attention_mask(allow, self.attn_impl, self.dtype)
         if mask.dim() != 4 or mask.shape[2] != T:
             raise NotImplementedError(f"unsupported attention mask shape {tuple(mask.shape)}")
         mask = mask[rows] if mask.shape[0] > 1 else mask.expand(b, *mask.shape[1:])

@@ -150,6 +150,9 @@ class ServedScorer(Scorer):
     def describe(self) -> str:
         return f"served {self.endpoint.label()} (up to {self.max_concurrency} concurrent requests)"
 
+    def compute(self) -> dict:
+        return {"compute_device": "served", "compute_dtype": "served"}
+
     # ------------------------------------------------------------------ HTTP
     def _request(self, path: str, body: dict | None = None) -> dict:
         url = self.endpoint.base_url + path

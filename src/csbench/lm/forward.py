@@ -1,0 +1,151 @@
+"""The local engine's forward pass: every forward of the model body goes through
+:meth:`Forward.body`; the last decoder layer runs only at the scored positions
+(:mod:`csbench.lm.lastlayer`, checked once per model against a full pass); the final hidden
+states go through the output layer only at the continuation positions, never a
+full-vocabulary log-softmax over every position."""
+from __future__ import annotations
+
+import logging
+
+from .batching import is_oom
+
+log = logging.getLogger(__name__)
+
+# Config attributes of models whose logits are not simply lm_head(final hidden state).
+_SPECIAL_LOGIT_ATTRS = ("final_logit_softcapping", "logit_scale", "logits_scaling",
+                        "output_multiplier_scale")
+
+
+def padded(seqs, pad_token_id: int):
+    """Token lists as one right-padded [len(seqs), longest] tensor of ids."""
+    import torch
+
+    ids = torch.full((len(seqs), max(len(s) for s in seqs)), pad_token_id, dtype=torch.long)
+    for b, s in enumerate(seqs):
+        ids[b, :len(s)] = torch.tensor(s, dtype=torch.long)
+    return ids
+
+
+class Forward:
+    """Forward passes of a loaded causal LM (``precision``: its
+    :class:`~csbench.lm.precision.Precision`; ``stats``: the engine's statistics)."""
+
+    def __init__(self, model, precision, pad_token_id: int, stats: dict):
+        self.model, self.precision, self.pad_token_id, self.stats = (model, precision,
+                                                                     pad_token_id, stats)
+        self.device = precision.device
+        cfg = model.config
+        _fuse_activations(model)
+        self.head = model.get_output_embeddings()
+        self.base = getattr(model, "base_model", None)
+        # Hidden states of the model body, projected by the head only where needed (else the
+        # model's own logits at every position).
+        self.partial_logits = (
+            self.head is not None and self.base is not None and self.base is not model
+            and not any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in _SPECIAL_LOGIT_ATTRS))
+        self.attn_impl = getattr(cfg, "_attn_implementation", None) or "eager"
+        # Last decoder layer only at the scored positions; confirmed on first use.
+        self.scored_only = self.partial_logits and self.attn_impl in ("sdpa", "eager")
+        self.scored_checked = False
+
+    def body(self, input_ids, keep=None, **kw):
+        """One forward pass of the model body.
+
+        ``keep``: one list per row of the positions whose final hidden states are needed (rows
+        may differ in length); the last layer then runs only there (other positions of the
+        result are zeros).
+        """
+        if keep is None or not self.scored_only:
+            return self.base(input_ids=input_ids, **kw)
+        import torch
+
+        from .lastlayer import scored_only
+
+        penalty = 64 if self.device.type == "cpu" else 1024
+        try:
+            with scored_only(self.base, keep, self.attn_impl, self.precision.dtype, self.device,
+                             penalty):
+                out = self.base(input_ids=input_ids, **kw)
+        except Exception as exc:  # noqa: BLE001 - any failure of the swap: full passes
+            if is_oom(exc):
+                raise
+            log.warning("running the last decoder layer at the scored positions only failed "
+                        "for this model (%s: %s); full passes from now on", type(exc).__name__,
+                        exc)
+            self.scored_only = False
+            return self.base(input_ids=input_ids, **kw)
+        if not self.scored_checked:
+            self.scored_checked = True
+            full = self.base(input_ids=input_ids, **kw)
+            bi = torch.tensor([b for b, p in enumerate(keep) for _ in p], device=self.device)
+            ti = torch.tensor([t for p in keep for t in p], device=self.device)
+            a = out.last_hidden_state[bi, ti].float()
+            b = full.last_hidden_state[bi, ti].float()
+            tol = self.precision.tolerance(1e-4)
+            if not torch.allclose(a, b, atol=tol, rtol=tol):
+                log.warning("last-layer-at-scored-positions disagrees with a full pass for this "
+                            "model; disabled")
+                self.scored_only = False
+                return full
+        return out
+
+    def hidden(self, input_ids, keep=None):
+        """Final hidden states [B, T, H] (or logits when the model needs its own head); with
+        ``keep`` (see :meth:`body`) valid only at those positions."""
+        if self.partial_logits:
+            return self.body(input_ids, keep=keep, use_cache=False).last_hidden_state
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+    def run_rows(self, batch, out) -> None:
+        """Plain rows (:class:`~csbench.lm.plan.Row`), right-padded, in one pass; their
+        members' scores into ``out``."""
+        ids = padded([r.tokens for r in batch], self.pad_token_id)
+        keep = [sorted({p for _, start, tg in r.members for p in range(start, start + len(tg))})
+                for r in batch]
+        hidden = self.hidden(ids.to(self.device), keep=keep)
+        self.accumulate(hidden, batch, 0, out)
+        self.stats["batches"] += 1
+        self.stats["forward_tokens"] += sum(len(r.tokens) for r in batch)
+        self.stats["padded_tokens"] += ids.shape[1] * len(batch)
+
+    def accumulate(self, hidden, batch, offset: int, out, posmap=None) -> None:
+        """Log-probs of the members' targets from hidden states (row b, position - offset;
+        with ``posmap``, row i's position p is at hidden[posmap[i][0], posmap[i][1][p]])."""
+        import torch
+
+        bi, ti, tgt, owner = [], [], [], []
+        for b, r in enumerate(batch):
+            hb, hp = posmap[b] if posmap is not None else (b, None)
+            for u, start, targets in r.members:
+                n = len(targets)
+                bi.extend([hb] * n)
+                if hp is None:
+                    ti.extend(range(start - offset, start - offset + n))
+                else:
+                    ti.extend(hp[start:start + n])
+                tgt.extend(targets)
+                owner.extend([(u, n)] * n)
+        picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
+        logits = self.head(picked) if self.partial_logits else picked
+        logp = self.precision.log_softmax(logits)
+        tok_lp = logp.gather(1, torch.tensor(tgt, device=self.device)[:, None])[:, 0].cpu().double()
+        sums: dict[int, float] = {}
+        counts: dict[int, int] = {}
+        for (u, n), v in zip(owner, tok_lp.tolist()):
+            sums[u] = sums.get(u, 0.0) + v
+            counts[u] = n
+        for u, v in sums.items():
+            out[u] = (float(v), counts[u])
+
+
+def _fuse_activations(model) -> None:
+    """Swap transformers' Python tanh-GELU (``gelu_new``: five elementwise ops) for the fused
+    kernel computing the same formula (``F.gelu(approximate="tanh")``; equal up to fp rounding)."""
+    try:
+        from transformers.activations import GELUTanh, NewGELUActivation
+    except ImportError:  # pragma: no cover - other transformers versions
+        return
+    for mod in list(model.modules()):
+        for name, child in list(mod.named_children()):
+            if type(child) is NewGELUActivation:
+                setattr(mod, name, GELUTanh())

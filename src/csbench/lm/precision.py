@@ -1,0 +1,68 @@
+"""The local engine's numeric precision, in one place.
+
+The model is loaded in the dtype the ``lm.dtype`` setting resolves to
+(:func:`csbench.models.load_causal_lm`); everything the engine does that depends on that dtype is
+here: the name that says what computed the scores (:meth:`Precision.compute`, the provenance
+columns), the part of the cache key that keeps scores of different dtypes apart, the log-softmax
+(always fp32, whatever the model's dtype; sums in double on the host), the additive attention
+masks of eager attention (the dtype's most negative value), the tolerances of the engine's
+one-off checks against a full pass, and the hint of an overflow error.
+"""
+from __future__ import annotations
+
+# Tolerance of the one-off agreement checks (tree attention, last layer at scored positions)
+# when the model runs in a half-precision dtype; float32 checks use their own tighter ones.
+HALF_TOLERANCE = 5e-2
+
+
+class Precision:
+    """The dtype and device a loaded model computes in (read from its parameters)."""
+
+    def __init__(self, model):
+        p = next(model.parameters())
+        self.dtype, self.device = p.dtype, p.device
+
+    @property
+    def name(self) -> str:
+        """``float32``, ``bfloat16`` or ``float16``."""
+        return str(self.dtype).replace("torch.", "")
+
+    @property
+    def cache_tag(self) -> str:
+        """The dtype's part of the cache's model key (``torch.float32``; unchanged since the
+        first cache files, so they stay valid)."""
+        return str(self.dtype)
+
+    def compute(self) -> dict:
+        """What computes the scores: ``{"compute_device": "cpu" | "cuda:0",
+        "compute_dtype": "float32" | "bfloat16" | "float16"}``."""
+        return {"compute_device": str(self.device), "compute_dtype": self.name}
+
+    def tolerance(self, float32: float) -> float:
+        """The tolerance of a one-off check: ``float32`` for a float32 model, else
+        :data:`HALF_TOLERANCE`."""
+        import torch
+
+        return float32 if self.dtype == torch.float32 else HALF_TOLERANCE
+
+    @staticmethod
+    def log_softmax(logits):
+        """Log-probabilities over the vocabulary, in fp32 whatever the model's dtype."""
+        import torch
+
+        return torch.log_softmax(logits.float(), dim=-1)
+
+    def overflow_hint(self) -> str:
+        return f"an overflow in {self.dtype}? try lm.dtype: float32"
+
+
+def attention_mask(allow, attn_impl: str, dtype):
+    """The 4-D mask of a boolean ``allow`` (True: the query may attend to the key) as the
+    attention implementation takes it: SDPA the booleans, eager attention an additive mask of
+    the model's dtype (0 where allowed, the dtype's most negative value elsewhere)."""
+    import torch
+
+    if attn_impl == "sdpa":
+        return allow
+    m = torch.zeros(allow.shape, dtype=dtype, device=allow.device)
+    return m.masked_fill_(~allow, torch.finfo(dtype).min)

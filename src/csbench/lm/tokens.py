@@ -1,0 +1,106 @@
+"""Request encoding for the local engine: token ids exactly as lm-evaluation-harness builds them
+(:func:`csbench.lm.plan.encode_pair` is the one-request reference), for many requests at once,
+and the window check (continuations that cannot fit are errors, left-truncated contexts are
+counted)."""
+from __future__ import annotations
+
+from .base import RequestError, describe_request
+from .plan import encode_pair, split_pair, truncated_tokens
+
+
+class Encoder:
+    """A tokenizer's token ids of (context, continuation) requests."""
+
+    def __init__(self, tokenizer, add_bos_token: bool | None = None):
+        self.tokenizer = tokenizer
+        self.add_bos_token = add_bos_token
+        # An empty context is replaced by this token (the harness's prefix token).
+        self.prefix_token_id = (tokenizer.bos_token_id if tokenizer.bos_token_id is not None
+                                else tokenizer.eos_token_id)
+        self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self._kw = {} if add_bos_token is None else {"add_special_tokens": add_bos_token}
+        self._backend_ok: bool | None = None  # the Rust backend agrees with the wrapper
+
+    def encode(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        return encode_pair(self.tokenizer, context, continuation, self.prefix_token_id,
+                           self.add_bos_token)
+
+    def encode_many(self, requests) -> list[tuple[list[int], list[int]]]:
+        """:meth:`encode` for many requests with batched tokenizer calls (same token ids); each
+        distinct text is tokenised once."""
+        pairs, texts = [], []
+        for context, continuation in requests:
+            if context == "":
+                pairs.append(None)
+                texts.append(continuation)
+                continue
+            context, continuation = split_pair(context, continuation)
+            pairs.append(len(texts))
+            texts += [context, context + continuation]
+        uniq = list(dict.fromkeys(texts))
+        got = dict(zip(uniq, self._tokenize(uniq)))
+        ids = [got[t] for t in texts]
+        out, k = [], 0
+        for p in pairs:
+            if p is None:
+                out.append(([self.prefix_token_id], list(ids[k])))
+                k += 1
+            else:
+                ctx, whole = list(ids[k]), list(ids[k + 1])
+                out.append((ctx, whole[len(ctx):]))
+                k += 2
+        return out
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of texts as ``tokenizer(texts)``; fast tokenizers go straight to their
+        Rust backend (no offsets, no Python wrapping), checked against the wrapper on a sample."""
+        if not texts:
+            return []
+        backend = getattr(self.tokenizer, "_tokenizer", None)
+        fast = getattr(backend, "encode_batch_fast", None)
+        special = self._kw.get("add_special_tokens", True)
+        if self._backend_ok is None and fast is not None:
+            sample = texts[:16]
+            try:
+                ok = ([e.ids for e in fast(sample, add_special_tokens=special)]
+                      == [list(x) for x in self.tokenizer(sample, **self._kw)["input_ids"]])
+            except Exception:  # noqa: BLE001 - any surprise: use the wrapper
+                ok = False
+            self._backend_ok = ok
+        if fast is not None and self._backend_ok:
+            return [e.ids for e in fast(texts, add_special_tokens=special)]
+        return [list(x) for x in self.tokenizer(texts, **self._kw)["input_ids"]]
+
+
+def check_window(requests, keys, enc, offset: int, max_length: int) -> tuple[int, str | None]:
+    """Refuse requests whose continuation has no tokens or does not fit in the window
+    (a :class:`~csbench.lm.base.RequestError` naming the request; ``offset``: the index of the
+    first in the caller's list); return how many have their context left-truncated to fit and
+    a description of the first of them."""
+    L = max_length
+
+    def what(j):
+        return describe_request(offset + j, None if keys is None else keys[j], *requests[j])
+
+    over, n_cut, example = [], 0, None
+    for j, (ctx, cont) in enumerate(enc):
+        if not cont:
+            raise RequestError(f"{what(j)}: the continuation has no tokens")
+        if len(cont) > L:
+            over.append(j)
+            continue
+        cut = truncated_tokens(len(ctx), len(cont), L)
+        if cut:
+            n_cut += 1
+            if example is None:
+                example = (f"{what(j)}: {len(ctx)} context + {len(cont)} continuation tokens, "
+                           f"the first {cut} context tokens dropped")
+    if over:
+        j = over[0]
+        more = f" ({len(over) - 1} more such requests among these)" if len(over) > 1 else ""
+        raise RequestError(
+            f"{what(j)}: the continuation is {len(enc[j][1])} tokens, longer than the "
+            f"model's window of {L} tokens, so it cannot be scored (lm-evaluation-harness "
+            f"refuses it too; context: {len(enc[j][0])} tokens){more}; shorten the item or "
+            "use a model with a longer window")
+    return n_cut, example
