@@ -108,6 +108,7 @@ def test_open_scorer_picks_the_served_backend(tmp_path):
         d = served_dir(tmp_path, fake.base_url)
         s = open_scorer(d, {"served": FAST}, tmp_path / "cache")
         assert s.backend == "served" and "fake-lm" in s.describe()
+        assert s.compute() == {"compute_device": "served", "compute_dtype": "served"}
         assert s.loglikelihood(REQS[:1])[0] == pytest.approx(expected(*REQS[0]))
 
 
@@ -291,6 +292,7 @@ def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
     items = pd.read_parquet(work / target)
     assert items["loglik1"].notna().all()
     assert (items["model_source"] == f"openai:fake-lm@http://127.0.0.1:{port}/v1").all()
+    assert (items["compute_device"] == "served").all() and (items["compute_dtype"] == "served").all()
     assert resent == set()
 
 

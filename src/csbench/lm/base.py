@@ -91,6 +91,12 @@ class Scorer:
         """One line for logs: backend and where it runs."""
         return self.backend
 
+    def compute(self) -> dict:  # pragma: no cover
+        """What computes the scores, for the provenance columns of every table made from them
+        (:func:`csbench.provenance.stamp`): ``{"compute_device": "cpu" | "cuda:0" | "served",
+        "compute_dtype": "float32" | "bfloat16" | "float16" | "served"}``, the resolved values."""
+        raise NotImplementedError
+
 
 def cut_at_stop(texts, stop) -> list[str]:
     """Cut each text at its first stop string."""

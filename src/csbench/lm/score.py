@@ -230,6 +230,10 @@ class LMScorer(Scorer):
     def describe(self) -> str:
         return f"local on {self.device} ({self.dtype})"
 
+    def compute(self) -> dict:
+        return {"compute_device": str(self.device),
+                "compute_dtype": str(self.dtype).replace("torch.", "")}
+
     def _score_todo(self, requests, todo, results, ckeys, prep, offset) -> None:
         # Deduplicate identical token sequences (``prep``: every request's token ids).
         encoded = [prep[i] for i in todo] if prep is not None else \

@@ -150,6 +150,11 @@ class ServedScorer(Scorer):
     def describe(self) -> str:
         return f"served {self.endpoint.label()} (up to {self.max_concurrency} concurrent requests)"
 
+    def compute(self) -> dict:
+        from ..provenance import SERVED_COMPUTE
+
+        return dict(SERVED_COMPUTE)
+
     # ------------------------------------------------------------------ HTTP
     def _request(self, path: str, body: dict | None = None) -> dict:
         url = self.endpoint.base_url + path
