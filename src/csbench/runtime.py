@@ -66,9 +66,10 @@ def limit_threads(n) -> int | None:
 
 # The CPU instructions that make a half-precision matmul fast in PyTorch (oneDNN kernels): a CPU
 # without them converts to float32 around every product, and a bf16/fp16 model then runs several
-# times slower than in float32 (measured on an AMD EPYC with avx512_bf16 but no avx512_fp16, 2048^3
-# matmul, 2 threads: float16 ~100x slower than float32; bench/lm_bf16.py). Linux names them in
-# /proc/cpuinfo's ``flags`` (x86) or ``Features`` (Arm: ``bf16``; ``fphp``/``asimdhp`` for fp16).
+# times slower than in float32 (measured on an AMD EPYC with avx512_bf16 but no avx512_fp16, 2
+# threads, bench/lm_bf16.py: a 512^3 float16 matmul 20-50x slower than float32, 2048^3 bfloat16
+# 2.2-2.3x faster). Linux names them in /proc/cpuinfo's ``flags`` (x86) or ``Features`` (Arm:
+# ``bf16``; ``fphp``/``asimdhp`` for fp16).
 HALF_CPU_FLAGS = {"bfloat16": ("avx512_bf16", "amx_bf16", "bf16"),
                   "float16": ("avx512_fp16", "amx_fp16", "fphp", "asimdhp")}
 CPUINFO = "/proc/cpuinfo"
