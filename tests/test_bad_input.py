@@ -899,7 +899,8 @@ def _model_table(model: str, source: str = "random:tiny-gpt2"):
 
     return pd.DataFrame({"model": [model, model], "item_id": ["a", "b"], "correct": [True, False],
                          "random_model": [True, True], "model_source": [source, source],
-                         "model_sha256": ["", ""], "model_quant": ["", ""]})
+                         "model_sha256": ["", ""], "model_quant": ["", ""],
+                         "compute_device": ["cpu", "cpu"], "compute_dtype": ["float32", "float32"]})
 
 
 def test_model_table_of_this_model_is_read(tmp_path):
@@ -914,7 +915,8 @@ def test_model_table_of_this_model_is_read(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["dir-with-other-model", "empty-dir", "other-model",
-                                  "no-provenance", "two-sources"])
+                                  "no-provenance", "two-sources", "written-before-compute",
+                                  "two-dtypes"])
 def test_model_table_that_is_not_this_models_is_refused(tmp_path, case):
     import pandas as pd
 
@@ -933,9 +935,17 @@ def test_model_table_that_is_not_this_models_is_refused(tmp_path, case):
     elif case == "no-provenance":
         write_parquet(_model_table("m1").drop(columns=["random_model", "model_quant"]), path)
         needle = "no column(s) random_model, model_quant"
+    elif case == "written-before-compute":   # a table of an older csbench: rerun its job
+        write_parquet(_model_table("m1").drop(columns=["compute_device", "compute_dtype"]), path)
+        needle = "no column compute_device, column compute_dtype: written before csbench " \
+            "recorded the compute device and dtype"
+    elif case == "two-dtypes":
+        other = _model_table("m1").assign(compute_dtype="bfloat16")
+        write_parquet(pd.concat([_model_table("m1"), other]), path)
+        needle = "rows of more than one model source or compute set-up"
     else:
         write_parquet(pd.concat([_model_table("m1"), _model_table("m1", "hf:a/b")]), path)
-        needle = "rows of more than one model source"
+        needle = "rows of more than one model source or compute set-up"
     with pytest.raises(InputError) as exc:
         read_model_table(path, "m1")
     names(exc, path, None)

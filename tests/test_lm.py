@@ -412,3 +412,26 @@ def test_scorer_generate_refuses_prompts_past_the_window(tiny_lm_dir):
     with pytest.raises(RequestError, match=r"prompt 1 \(question q9\) 'word0.*: \d+ prompt tokens "
                                            r"\+ max_new_tokens 4 exceed the model's window of 16"):
         s.generate(["Hi", LONG_CTX], max_new_tokens=4, names=["question q1", "question q9"])
+
+
+def test_bf16_scores_with_fp32_log_softmax_and_compute_names_what_ran(tiny_lm_dir, scorer,
+                                                                    monkeypatch):
+    """lm.dtype bfloat16 on a CPU: the model runs in bf16, the log-softmax and the sums in fp32
+    (double on the host); compute() says what computed the scores (the provenance columns)."""
+    from csbench.lm import open_scorer
+
+    bf = open_scorer(tiny_lm_dir, {"device": "cpu", "dtype": "bfloat16", "batch_size": 4})
+    assert bf.model.dtype == torch.bfloat16 and bf.dtype == torch.bfloat16
+    assert bf.compute() == {"compute_device": "cpu", "compute_dtype": "bfloat16"}
+    assert scorer.compute() == {"compute_device": "cpu", "compute_dtype": "float32"}
+    got = bf.loglikelihood(REQS)
+    assert all(type(lp) is float and lp <= 0 for lp, _ in got)
+    # the bf16 reference: the same bf16 logits, log-softmax in fp32
+    for (lp, n), (c, x) in zip(got, REQS):
+        assert n == naive(bf, c, x)[1]
+        assert lp == pytest.approx(naive(bf, c, x)[0], abs=0.05 * n)
+    seen = []
+    real = torch.log_softmax
+    monkeypatch.setattr(torch, "log_softmax", lambda t, dim: seen.append(t.dtype) or real(t, dim))
+    bf.loglikelihood([("A new", " request")])
+    assert seen and set(seen) == {torch.float32}, seen

@@ -292,6 +292,7 @@ def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
     items = pd.read_parquet(work / target)
     assert items["loglik1"].notna().all()
     assert (items["model_source"] == f"openai:fake-lm@http://127.0.0.1:{port}/v1").all()
+    assert (items["compute_device"] == "served").all() and (items["compute_dtype"] == "served").all()
     assert resent == set()
 
 

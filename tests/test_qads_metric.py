@@ -68,3 +68,24 @@ def test_schema_documented(repo):
     cfg = validate({}, path)
     assert cfg["wsd"]["method"] == "enhanced_lesk" and cfg["questions"]["limit"] is None
     assert "according to" in cfg["candidates"]["mwes"]
+
+
+def test_compute_entry_of_a_predictions_file_is_ignored_by_the_metric_and_popped(tmp_path):
+    """qads_predict records the compute device and dtype in its official-format predictions
+    file (csbench.provenance.with_compute); the official metric looks up the data set's ids only,
+    and qads_score pops the entry (a file written before has none: named, with --forcerun)."""
+    from csbench.errors import InputError
+    from csbench.provenance import COMPUTE_KEY, pop_compute, with_compute
+
+    preds = {"a": "Tower in Paris", "b": "1998", "c": "", "d": "something"}
+    na = {"a": 0.1, "b": -2.0, "c": 3.0, "d": 0.5}
+    compute = {"compute_device": "cpu", "compute_dtype": "bfloat16"}
+    stamped = with_compute(preds, compute)
+    assert stamped[COMPUTE_KEY] == compute
+    assert metric.evaluate(dataset(QAS), stamped, na) == metric.evaluate(dataset(QAS), preds, na)
+    assert metric.evaluate(dataset(QAS), stamped) == metric.evaluate(dataset(QAS), preds)
+    assert pop_compute(stamped, tmp_path / "p.json") == (preds, compute)
+    for bad in (preds, {**preds, COMPUTE_KEY: {"compute_device": "cpu"}}):
+        with pytest.raises(InputError) as exc:
+            pop_compute(bad, tmp_path / "p.json")
+        assert "p.json" in str(exc.value) and "--forcerun" in str(exc.value)

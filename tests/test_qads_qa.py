@@ -19,3 +19,16 @@ def test_predict_windows_and_spans(tiny_qa_dir):
     assert all(forced)
     none, _ = predict(model, tok, qs, ctxs, max_length=64, stride=16, null_threshold=-1e9)
     assert none == ["", ""]
+
+
+def test_predict_in_bfloat16_reads_fp32_logits(tiny_qa_dir):
+    """qads.qa.dtype bfloat16: the model runs in bf16, span scores are summed from fp32 logits."""
+    import torch
+
+    model, tok = load_qa_model(tiny_qa_dir, device="cpu", dtype="bfloat16")
+    assert next(model.parameters()).dtype == torch.bfloat16
+    answers, na = predict(model, tok, ["Who gave their name to Normandy?"],
+                          ["The Normans gave their name to Normandy."], max_length=64, stride=16,
+                          null_threshold=1e9)
+    assert answers[0] and answers[0] in "The Normans gave their name to Normandy."
+    assert isinstance(na[0], float)

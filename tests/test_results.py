@@ -19,10 +19,15 @@ def tsv(path: Path, rows: list[dict]) -> str:
     return str(path)
 
 
-def result_tables(root: Path) -> dict[str, list[str]]:
-    """Small tables in the layouts the tasks write (the registered targets, by task)."""
+def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
+    """Small tables in the layouts the tasks write (the registered targets, by task); without
+    ``compute``, as written before the compute columns were recorded."""
     r = root / "results"
     prov = {"random_model": False, "model_source": "pypi:x==1", "model_sha256": "ab", "model_quant": "Q4"}
+    qa_prov = dict(prov)
+    if compute:
+        prov.update(compute_device="cpu", compute_dtype="bfloat16")
+        qa_prov.update(compute_device="cpu", compute_dtype="float32")
     acc = []
     for model in ("m2", "m1"):
         for dataset, variant, cats in (("winogrande_dev", "orig", ("all", "physical", "social")),
@@ -41,6 +46,11 @@ def result_tables(root: Path) -> dict[str, list[str]]:
     for sim in ("exact", "wordnet"):
         for system in ("gpt2finetuned", "human", "gen-m1"):
             pq[f"{sim}/{system}"] = [0.1 * (k + 1) for k in range(len(pq["metric"]))]
+    if compute:  # protoqa_summary: the sampling baselines' provenance rows below the metrics
+        pq["metric"] += [*prov]
+        for col in pq:
+            if col != "metric":
+                pq[col] += [str(v) if col.endswith("gen-m1") else "" for v in prov.values()]
     tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
            **prov} for m in ("m1", "m2") for v in R.VARIANTS]
     audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
@@ -50,7 +60,7 @@ def result_tables(root: Path) -> dict[str, list[str]]:
     wsd = [{"method": m, "dataset": d, "precision": 0.5, "recall": 0.5, "f1": 0.5, "n": 7, "attempted": 7,
             "correct": 3} for m in ("first_sense", "enhanced_lesk") for d in ("ALL", "senseval2")]
     ft = [{"model": "qa", "fold": f, "split": "finetuned", "questions": q, "exact": 40.0, "f1": 50.0 - i,
-           "HasAns_exact": 30.0, "HasAns_f1": 45.0 - 3 * i, "NoAns_exact": 60.0, "n": 100, **prov}
+           "HasAns_exact": 30.0, "HasAns_f1": 45.0 - 3 * i, "NoAns_exact": 60.0, "n": 100, **qa_prov}
           for f in ("0", "pooled") for i, q in enumerate(("original", "one", "all"))]
     by_dom = [{"model": "qa", "split": "finetuned", "questions": q, "domain": d, "articles": k,
                "titles": "A, B"[: 1 + 3 * (k - 1)], "exact": 40.0, "f1": 50.0, "HasAns_exact": 30.0,
@@ -128,6 +138,28 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     assert list(dom["domain"]) == ["law", "art"] and list(dom["titles"]) == ["A, B", "A"]
     cats = pd.read_csv(a["winowhat_categories"], sep="\t")
     assert cats.loc[(cats.model == "m1") & (cats.category == "all"), "difference"].round(4).item() == -0.02
+    pq = pd.read_csv(a["protoqa"], sep="\t")  # the provenance rows stay out of the metrics
+    assert set(pq.columns) == {"similarity", "system", *R.PQ_METRICS} and len(pq) == 6
+    assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
+    # the Models table: one row per model and table, with what computed it
+    models = md[md.index("## Models"):]
+    for row in ("| m1 | WinoWhat | pypi:x==1 | Q4 | False | cpu | bfloat16 |",
+                "| m1 | ProtoQA sampling | pypi:x==1 | Q4 | False | cpu | bfloat16 |",
+                "| m1 | 20Q yes/no, CSQA2 dev | pypi:x==1 | Q4 | False | cpu | bfloat16 |",
+                "| qa | QADS QA, training fine-tuned (article folds) | pypi:x==1 | Q4 | False | cpu "
+                "| float32 |"):
+        assert row in models, models
+    assert "| model | table | source | quantisation | random weights | compute device | compute " \
+        "dtype |" in models
+
+
+def test_tables_written_before_the_compute_columns_say_not_recorded(tmp_path):
+    targets = result_tables(tmp_path / "run", compute=False)
+    run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "a")
+    md = (tmp_path / "a" / "RESULTS.md").read_text()
+    models = md[md.index("## Models"):]
+    assert "| m1 | WinoWhat | pypi:x==1 | Q4 | False | not recorded | not recorded |" in models
+    assert "| m1 | ProtoQA sampling |  |  |  | not recorded | not recorded |" in models
 
 
 def test_tasks_not_configured_are_skipped_with_a_line(tmp_path):

@@ -451,14 +451,42 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
-def pick_dtype(dtype: str, device: str):
-    """``auto`` means bf16 on GPU, fp32 on CPU."""
+def device_name(device: str = "auto") -> str:
+    """The device a model loaded with the ``device`` setting computes on, as PyTorch names it
+    (``cpu``, ``cuda:0``): ``auto`` and ``cuda`` resolved as :func:`load_causal_lm` does."""
     import torch
 
+    d = torch.device(pick_device(device))
+    if d.type == "cuda" and d.index is None:
+        d = torch.device("cuda", torch.cuda.current_device())
+    return str(d)
+
+
+DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16",
+               "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
+
+
+def dtype_name(dtype: str, device: str) -> str:
+    """The dtype a model computes in with the ``dtype`` setting on a resolved ``device``:
+    ``auto`` means bf16 on GPU, fp32 on CPU (no torch needed)."""
     if dtype == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-            "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+        return "bfloat16" if str(device).startswith("cuda") else "float32"
+    if dtype not in DTYPE_NAMES:
+        raise ValueError(f"unknown dtype {dtype!r}: one of auto, {', '.join(DTYPE_NAMES)}")
+    return DTYPE_NAMES[dtype]
+
+
+def pick_dtype(dtype: str, device: str):
+    """The torch dtype of the ``dtype`` setting on ``device`` (:func:`dtype_name`); a
+    half-precision dtype on a CPU without matrix instructions for it is warned about
+    (:func:`csbench.runtime.check_cpu_dtype`: it would run slower than float32, not faster)."""
+    import torch
+
+    from .runtime import check_cpu_dtype
+
+    name = dtype_name(dtype, device)
+    check_cpu_dtype(name, device)
+    return getattr(torch, name)
 
 
 def load_tokenizer(path: str | Path):

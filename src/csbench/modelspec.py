@@ -45,8 +45,11 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 FORMATS = ("gguf", "zip")
-# Columns of every table that comes from a model (csbench.models.provenance_columns).
-PROVENANCE_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
+# Columns of every table that comes from a model: where its weights came from
+# (csbench.provenance.provenance_columns) and what computed with them (compute_columns).
+WEIGHT_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
+COMPUTE_COLUMNS = ("compute_device", "compute_dtype")
+PROVENANCE_COLUMNS = WEIGHT_COLUMNS + COMPUTE_COLUMNS
 
 # name -> (kind, architecture config kwargs). Tiny ones finish in seconds on a CPU.
 RANDOM_SHAPES: dict[str, dict] = {

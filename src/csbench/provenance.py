@@ -1,16 +1,24 @@
 """Where a model's outputs came from: the ``provenance.json`` of a materialised model directory,
-the provenance columns every table made from a model carries, and the check that a per-model
-table a job reads is that model's. Kept apart from :mod:`csbench.models` (which loads torch and
-transformers), so jobs that only read tables need none of them."""
+the provenance columns every table made from a model carries (its weights:
+:func:`provenance_columns`; what computed with them: :func:`compute_columns` or a scorer's
+``compute()``; both: :func:`stamp`), and the check that a per-model table a job reads is that
+model's. Kept apart from :mod:`csbench.models` (which loads torch and transformers), so jobs that
+only read tables need none of them."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from .errors import InputError
-from .modelspec import PROVENANCE_COLUMNS
+from .modelspec import COMPUTE_COLUMNS, PROVENANCE_COLUMNS, WEIGHT_COLUMNS
 
 PROVENANCE = "provenance.json"
+# What computed a served model's outputs is the server's business: recorded as "served".
+SERVED_COMPUTE = {"compute_device": "served", "compute_dtype": "served"}
+# The key under which a prediction file in an official id -> value format (SQuAD 2.0
+# predictions) carries its compute columns: no question id looks like it, and the official
+# evaluation looks up the data set's ids only.
+COMPUTE_KEY = "__csbench_compute__"
 
 
 def is_random_model_dir(path: str | Path) -> bool:
@@ -28,8 +36,10 @@ def provenance(path: str | Path) -> dict:
 
 
 def provenance_columns(path: str | Path) -> dict:
-    """Columns every table that comes from a model carries: whether its weights are random, where
-    they came from, the sha256 of the weights file they were made from, and the quantisation."""
+    """The weights' columns of every table that comes from a model (``WEIGHT_COLUMNS``): whether
+    its weights are random, where they came from, the sha256 of the weights file they were made
+    from, and the quantisation (the compute columns: :func:`compute_columns`; all:
+    :func:`stamp`)."""
     p = provenance(path)
     spec = p.get("spec")
     label = spec.get("label") if isinstance(spec, dict) else str(spec)
@@ -37,10 +47,70 @@ def provenance_columns(path: str | Path) -> dict:
             "model_sha256": p.get("file_sha256") or "", "model_quant": p.get("quantisation") or ""}
 
 
+def compute_columns(device: str = "auto", dtype: str = "auto") -> dict:
+    """The compute device and dtype (``compute_device``: ``cpu``, ``cuda:0``; ``compute_dtype``:
+    ``float32``, ``bfloat16``, ``float16``) of a local model loaded with the ``device`` and
+    ``dtype`` settings, resolved as :func:`csbench.models.load_causal_lm` and
+    :func:`~csbench.models.load_qa_model` resolve them: for code that runs a model without a
+    scorer (sampling, the QA jobs); a scorer says it with ``compute()``. Imports torch."""
+    from .models import device_name, dtype_name
+
+    dev = device_name(device)
+    return {"compute_device": dev, "compute_dtype": dtype_name(dtype, dev)}
+
+
+def stamp(df, path: str | Path, compute: dict):
+    """Set every provenance column on ``df`` (a table made from the model at ``path``, or a
+    dict): the weights' (:func:`provenance_columns`) and ``compute`` (a scorer's ``compute()``,
+    :func:`compute_columns` or :data:`SERVED_COMPUTE`). Returns ``df``."""
+    missing = [c for c in COMPUTE_COLUMNS if c not in compute]
+    if missing:
+        raise ValueError(f"compute lacks {', '.join(missing)}: {compute!r}")
+    for col, value in provenance_columns(path).items():
+        df[col] = value
+    for col in COMPUTE_COLUMNS:
+        df[col] = compute[col]
+    return df
+
+
+def with_compute(mapping: dict, compute: dict) -> dict:
+    """An id -> value mapping (official SQuAD predictions) with ``compute`` under
+    :data:`COMPUTE_KEY`."""
+    return {**mapping, COMPUTE_KEY: {c: compute[c] for c in COMPUTE_COLUMNS}}
+
+
+def pop_compute(mapping: dict, path: str | Path) -> tuple[dict, dict]:
+    """``(mapping without its compute entry, the compute columns)`` of a mapping written with
+    :func:`with_compute`; one without (written before csbench recorded them) is an
+    :class:`InputError` naming the file."""
+    got = mapping.get(COMPUTE_KEY)
+    if not isinstance(got, dict):
+        raise written_before(path, [COMPUTE_KEY])
+    return {k: v for k, v in mapping.items() if k != COMPUTE_KEY}, \
+        columns_of(got, path, COMPUTE_COLUMNS)
+
+
+def columns_of(record: dict, path: str | Path, columns=PROVENANCE_COLUMNS) -> dict:
+    """The provenance ``columns`` of a JSON record written with :func:`stamp` (a ``meta.json``);
+    one without them is an :class:`InputError` naming the file."""
+    missing = [c for c in columns if c not in record]
+    if missing:
+        raise written_before(path, missing)
+    return {c: record[c] for c in columns}
+
+
+def written_before(path: str | Path, missing) -> InputError:
+    """The error for an output that lacks provenance entries ``missing`` because an older
+    csbench wrote it."""
+    return InputError(path, f"no {', '.join(missing)}: written before csbench recorded the "
+                      "compute device and dtype of every output made from a model; rerun the "
+                      "job that writes it (snakemake --forcerun <its rule>, or delete the file)")
+
+
 def read_model_table(path: str | Path, model: str | None, model_column: str = "model"):
     """Read a table a job wrote for one model (``.parquet`` or ``.tsv``) and check that it is
     that model's: a file (a directory at the path would be read as a dataset of whatever it
-    holds), with the provenance columns (:func:`provenance_columns`) and one provenance, and, when
+    holds), with the provenance columns (:func:`stamp`) and one provenance, and, when
     ``model`` is given, a ``model_column`` that names only ``model``. Raises
     :class:`InputError` naming the file."""
     import pandas as pd
@@ -60,6 +130,8 @@ def read_model_table(path: str | Path, model: str | None, model_column: str = "m
             df = pd.DataFrame()
     need = list(PROVENANCE_COLUMNS) + ([model_column] if model is not None else [])
     missing = [c for c in need if c not in df.columns]
+    if missing and set(missing) <= set(COMPUTE_COLUMNS) and set(WEIGHT_COLUMNS) <= set(df.columns):
+        raise written_before(path, [f"column {c}" for c in missing])
     if missing:
         raise InputError(path, f"not a table of model {model or '?'}: no column(s) "
                          f"{', '.join(missing)} (every table made from a model carries "
@@ -71,7 +143,7 @@ def read_model_table(path: str | Path, model: str | None, model_column: str = "m
                              f"{model}: a table of another model at this model's path; rerun "
                              "the job that writes it")
     if len(df[list(PROVENANCE_COLUMNS)].drop_duplicates()) > 1:
-        raise InputError(path, "rows of more than one model source: "
+        raise InputError(path, "rows of more than one model source or compute set-up: "
                          + "; ".join(str(r) for r in df[list(PROVENANCE_COLUMNS)]
                                      .drop_duplicates().to_dict("records")[:3]))
     return df

@@ -283,14 +283,15 @@ def _system_label(name: str) -> str:
 
 
 def protoqa_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """summary.tsv (metric x <similarity>/<system>) -> one row per (similarity, system)."""
+    """summary.tsv (metric x <similarity>/<system>; below the metrics, the provenance rows of the
+    sampling baselines) -> one row per (similarity, system)."""
     s = summary.set_index("metric")
     rows = []
     for col in s.columns:
         sim, _, system = col.partition("/")
         row = {"similarity": sim, "system": system}
         for m in PQ_METRICS:
-            row[m] = s[col].get(m, float("nan"))
+            row[m] = float(s[col].get(m, float("nan")))  # text in a column with provenance rows
         rows.append(row)
     sims = {"exact": 0, "wordnet": 1, "embedding": 2}
     df = pd.DataFrame(rows)
@@ -300,6 +301,19 @@ def protoqa_table(summary: pd.DataFrame) -> pd.DataFrame:
     df["_g"] = df["system"].str.startswith("gen-")
     return df.sort_values(["_s", "similarity", "_g", "system"]).drop(columns=["_s", "_g"]) \
         .reset_index(drop=True)
+
+
+def protoqa_models(summary: pd.DataFrame) -> pd.DataFrame:
+    """The sampling baselines' models with the provenance rows of summary.tsv (one row per model;
+    a summary written before it had them gives the models alone)."""
+    s = summary.set_index("metric")
+    rows = {}
+    for col in s.columns:
+        system = col.partition("/")[2].removesuffix(" (random weights)")
+        if system.startswith("gen-") and system[4:] not in rows:
+            rows[system[4:]] = {"model": system[4:], **{c: s[col][c] for c in MODEL_COLUMNS
+                                                        if c in s.index}}
+    return pd.DataFrame(list(rows.values()))
 
 
 def protoqa_markdown(table: pd.DataFrame) -> str:
@@ -412,7 +426,8 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
     cols = ["model", "training", "questions", "n", "exact", "f1", "HasAns_exact", "HasAns_f1",
-            "NoAns_exact", "random_model", "model_source", "model_quant", "verified"]
+            "NoAns_exact", "random_model", "model_source", "model_quant", "compute_device",
+            "compute_dtype", "verified"]
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in cols if c in df]]
     order = {"original": 0, "one": 1, "all": 2}
@@ -544,16 +559,35 @@ def read_anchors(path) -> pd.DataFrame:
     return df
 
 
-def models_markdown(frames: list[pd.DataFrame]) -> str:
-    cols = ["model", "model_source", "model_quant", "random_model"]
-    rows = [f[[c for c in cols if c in f]] for f in frames if "model" in f and "model_source" in f]
+MODEL_COLUMNS = {"model_source": "source", "model_quant": "quantisation",
+                 "random_model": "random weights", "compute_device": "compute device",
+                 "compute_dtype": "compute dtype"}
+
+
+def models_markdown(tables: list[tuple[str, pd.DataFrame]]) -> str:
+    """One row per model and table (``(label, table)`` pairs; a ``table`` column, where a table
+    has one, labels its rows): where the weights came from and what computed the table. A table
+    written before csbench recorded the compute device and dtype says so."""
+    rows = []
+    for label, f in tables:
+        if f.empty or "model" not in f:
+            continue
+        d = f.copy()
+        if "table" not in d:
+            d["table"] = label
+        for c in ("compute_device", "compute_dtype"):
+            if c not in d:
+                d[c] = "not recorded"
+        rows.append(d.reindex(columns=["model", "table", *MODEL_COLUMNS]))
     if not rows:
         return ""
-    df = pd.concat(rows, ignore_index=True).drop_duplicates("model").sort_values("model")
-    df = df.fillna("")
-    return ("Models behind the tables (from their provenance columns):\n\n"
-            + markdown_table(df.rename(columns={"model_source": "source", "model_quant": "quantisation",
-                                                "random_model": "random weights"})))
+    df = pd.concat(rows, ignore_index=True).fillna("").astype(str).drop_duplicates()
+    df = df.sort_values("model", kind="stable")
+    return ("Models behind the tables, from their provenance columns: where the weights came from "
+            "and what computed each table (`served`: an endpoint computed it; scores read back "
+            "from the LM cache were computed from the same weights in the same dtype, the cache's "
+            "key, possibly on another device):\n\n"
+            + markdown_table(df.rename(columns=MODEL_COLUMNS)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -587,20 +621,23 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
         if task == "winowhat" and ins.get("accuracy"):
             acc = read_table(ins["accuracy"][0])
             mcn = read_table(ins["mcnemar"][0]) if ins.get("mcnemar") else pd.DataFrame()
-            seen.append(acc)
+            seen.append(("WinoWhat", acc))
             head, cats = winowhat_tables(acc, mcn)
             _tsv(head, outputs["winowhat_accuracy"])
             _tsv(cats, outputs["winowhat_categories"])
             plot_paraphrase_effect(cats, outputs["paraphrase_effect"])
             body.append(winowhat_markdown(head, cats, rel.get("paraphrase_effect")) + _random_note(acc))
         elif task == "protoqa" and ins.get("summary"):
-            t = protoqa_table(read_table(ins["summary"][0]))
+            summary = read_table(ins["summary"][0])
+            t = protoqa_table(summary)
+            seen.append(("ProtoQA sampling", protoqa_models(summary)))
             _tsv(t, outputs["protoqa"])
             body.append(protoqa_markdown(t))
         elif task == "twentyq":
             if ins.get("metrics"):
                 t = twentyq_table(ins["metrics"])
-                seen.append(t)
+                seen.append(("20Q yes/no", t.assign(table="20Q yes/no, " + t["benchmark"])
+                             if not t.empty else t))
                 _tsv(t, outputs["twentyq_yesno"])
                 body.append(twentyq_markdown(t) + _random_note(t))
             else:
@@ -618,7 +655,8 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
                 body.append("### Word sense disambiguation\n\n" + qads_wsd_markdown(w))
             if "qads_qa" in outputs:
                 q = qads_qa_table(ins.get("qa", []), ins.get("finetune", []))
-                seen.append(q)
+                seen.append(("QADS QA", q.assign(table="QADS QA, training " + q["training"])
+                             if not q.empty else q))
                 _tsv(q, outputs["qads_qa"])
                 body.append("### Extractive QA\n\n" + (qads_qa_markdown(q) if not q.empty else
                             "No QA model was scored (`qads.qa.models` is empty and fine-tuning is off)."))

@@ -2,9 +2,9 @@
 import time
 
 from csbench.io import write_json
-from csbench.lm.backend import lm_cache_dir, sample
+from csbench.lm.backend import lm_cache_dir, sample, served_spec
 from csbench.logs import snakemake_logger
-from csbench.provenance import provenance, provenance_columns
+from csbench.provenance import SERVED_COMPUTE, compute_columns, provenance, stamp
 from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
 from csbench.protoqa.data import load_questions
 
@@ -23,12 +23,15 @@ samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or s
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],
                  stop=SENTENCE_ENDS)  # each sample stops at its first sentence end
 ranked = {q: rank_answers(s, g["top"]) for q, s in zip(qids, samples)}
-random_model = provenance_columns(snakemake.input.model)["random_model"]
+lm = snakemake.config["lm"]  # what sampled: the device and dtype sample() loaded the model with
+columns = stamp({}, snakemake.input.model, SERVED_COMPUTE if served_spec(snakemake.input.model)
+                else compute_columns(lm["device"], lm["dtype"]))
+random_model = columns["random_model"]
 log.info("%d questions x %d samples in %.1fs%s", len(qids), g["num_samples"], time.time() - start,
          " (RANDOM MODEL: outputs are meaningless)" if random_model else "")
 for q, p in list(zip(qids, prompts))[:3]:
     log.info("%s: %r -> %s", q, p, ranked[q][:5])
 write_json(ranked, snakemake.output.ranked, indent=1)
-write_json({"model": snakemake.wildcards.model, "random_model": random_model,
+write_json({"model": snakemake.wildcards.model, **columns,  # the provenance columns
             "provenance": provenance(snakemake.input.model),
             "prompts": dict(zip(qids, prompts)), "settings": g}, snakemake.output.meta, indent=1)

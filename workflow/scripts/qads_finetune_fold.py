@@ -5,7 +5,7 @@ import pandas as pd
 
 from csbench.io import write_json, write_tsv
 from csbench.logs import snakemake_logger
-from csbench.provenance import provenance_columns
+from csbench.provenance import compute_columns, provenance_columns, stamp
 from csbench.qads.finetune import run_fold
 from csbench.qads.workflow import finetune_inputs
 
@@ -21,8 +21,8 @@ qa = {**p.qa, "batch_size": snakemake.config["qads"]["qa"]["batch_size"]}
 rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, qa, predictions=predictions)
 for r in rows:
     log.info("%s", r)
-out = pd.DataFrame(rows)
-for col, value in prov.items():  # where the weights came from
-    out[col] = value
+# where the weights came from, and what computed: run_fold trains and predicts in float32 on
+# qads.qa.device (csbench.qads.finetune loads the model with dtype="float32")
+out = stamp(pd.DataFrame(rows), snakemake.input.model, compute_columns(p.qa["device"], "float32"))
 write_json(predictions, snakemake.output.predictions)
 write_tsv(out, snakemake.output.scores)

@@ -1,9 +1,11 @@
 """Extractive QA predictions of one model on every question set (official format: id -> answer,
-"" = no answer), plus the no-answer scores (null - best span) for the best-threshold metric."""
+"" = no answer, and the compute device and dtype under csbench.provenance.COMPUTE_KEY, which the
+official evaluation ignores), plus the no-answer scores (null - best span) for the
+best-threshold metric."""
 from csbench.io import read_json, write_json
 from csbench.logs import snakemake_logger
 from csbench.models import load_qa_model
-from csbench.provenance import is_random_model_dir
+from csbench.provenance import compute_columns, is_random_model_dir, with_compute
 from csbench.qads.qa import predict
 
 log = snakemake_logger(snakemake)
@@ -12,6 +14,8 @@ batch_size = snakemake.config["qads"]["qa"]["batch_size"]  # speed only: not a p
 if is_random_model_dir(snakemake.input.model):
     log.warning("%s is a RANDOM model: its predictions are meaningless", snakemake.input.model)
 model, tok = load_qa_model(snakemake.input.model, device=c["device"], dtype=c["dtype"])
+compute = compute_columns(c["device"], c["dtype"])  # as load_qa_model resolved them
+log.info("computing on %s in %s", compute["compute_device"], compute["compute_dtype"])
 for src, out_preds, out_na in zip(snakemake.input.questions, snakemake.output.preds,
                                   snakemake.output.na_probs):
     rows = [(qa["id"], qa["question"], p["context"]) for a in read_json(src)["data"]
@@ -20,5 +24,5 @@ for src, out_preds, out_na in zip(snakemake.input.questions, snakemake.output.pr
                           max_length=c["max_length"], stride=c["stride"], batch_size=batch_size,
                           max_answer_len=c["max_answer_len"], null_threshold=c["null_threshold"])
     log.info("%s: %d questions, %d answered", src, len(rows), sum(bool(a) for a in answers))
-    write_json({r[0]: a for r, a in zip(rows, answers)}, out_preds)
+    write_json(with_compute({r[0]: a for r, a in zip(rows, answers)}, compute), out_preds)
     write_json({r[0]: s for r, s in zip(rows, na)}, out_na)

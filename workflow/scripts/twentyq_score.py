@@ -5,7 +5,7 @@ from csbench.io import write_parquet, write_tsv
 from csbench.lm import open_scorer
 from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
-from csbench.provenance import provenance_columns
+from csbench.provenance import stamp
 from csbench.twentyq.scoring import metrics, nll_by_quartile, score_items
 
 log = snakemake_logger(snakemake)
@@ -20,9 +20,8 @@ items = nll_by_quartile(items, pd.read_parquet(snakemake.input.freq))
 table = metrics(items)
 table.insert(0, "model", snakemake.wildcards.model)
 items.insert(0, "model", snakemake.wildcards.model)
-for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
-    table[col] = value
-    items[col] = value  # per-item scores carry the provenance too
+for df in (table, items):  # per-item scores carry the provenance too
+    stamp(df, snakemake.input.model, scorer.compute())  # where the weights came from, what computed
 log.info("metrics:\n%s", table.to_string(index=False))
 write_parquet(items, snakemake.output.scored)
 write_tsv(table, snakemake.output.metrics, float_format="%.4f")

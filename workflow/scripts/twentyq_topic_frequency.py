@@ -5,7 +5,7 @@ from csbench.io import write_parquet
 from csbench.lm import open_scorer
 from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
-from csbench.provenance import provenance_columns
+from csbench.provenance import stamp
 from csbench.twentyq.scoring import topic_frequency
 
 log = snakemake_logger(snakemake)
@@ -14,8 +14,7 @@ test = pd.read_parquet(snakemake.input.test)
 scorer = open_scorer(snakemake.input.model, snakemake.config["lm"],  # local or served
                      lm_cache_dir(snakemake.config))
 freq = topic_frequency(scorer.loglikelihood, test["subject"])
-for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
-    freq[col] = value
+stamp(freq, snakemake.input.model, scorer.compute())  # where the weights came from, what computed
 log.info("%d topics; cross-entropy quartiles %s", len(freq),
          freq["topic_xent"].quantile([0.25, 0.5, 0.75]).round(2).tolist())
 write_parquet(freq, snakemake.output[0])

@@ -5,7 +5,7 @@ from csbench.io import write_parquet
 from csbench.lm import open_scorer
 from csbench.lm.backend import lm_cache_dir
 from csbench.logs import snakemake_logger
-from csbench.provenance import provenance_columns
+from csbench.provenance import stamp
 from csbench.winowhat.scoring import score_items, shard
 
 log = snakemake_logger(snakemake)
@@ -17,8 +17,7 @@ scorer = open_scorer(snakemake.input.model, snakemake.config["lm"], lm_cache_dir
 log.info("model %s, %s: %d items", snakemake.wildcards.model, scorer.describe(), len(items))
 out = score_items(items, scorer)
 out.insert(0, "model", snakemake.wildcards.model)
-for col, value in provenance_columns(snakemake.input.model).items():  # where the weights came from
-    out[col] = value
+stamp(out, snakemake.input.model, scorer.compute())  # where the weights came from, what computed
 if out["random_model"].any():
     log.warning("randomly initialised model: its scores are meaningless")
 log.info("engine stats: %s", scorer.stats)

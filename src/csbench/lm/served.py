@@ -151,7 +151,9 @@ class ServedScorer(Scorer):
         return f"served {self.endpoint.label()} (up to {self.max_concurrency} concurrent requests)"
 
     def compute(self) -> dict:
-        return {"compute_device": "served", "compute_dtype": "served"}
+        from ..provenance import SERVED_COMPUTE
+
+        return dict(SERVED_COMPUTE)
 
     # ------------------------------------------------------------------ HTTP
     def _request(self, path: str, body: dict | None = None) -> dict:
