@@ -101,10 +101,6 @@ class LMScorer(Scorer):
                             "same way), e.g. %s", truncated, len(requests), self.max_length,
                             example)
 
-    def compute(self) -> dict:
-        return {"compute_device": str(self.device),
-                "compute_dtype": str(self.dtype).replace("torch.", "")}
-
     def _score_todo(self, requests, todo, results, ckeys, prep, offset) -> None:
         # Deduplicate identical token sequences (``prep``: every request's token ids).
         uniq: dict[tuple, int] = {}
