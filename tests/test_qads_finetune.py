@@ -1,9 +1,11 @@
 """Optional QADS fine-tuning: grouped folds, SQuAD 2.0 training labels, a training step, fold run."""
+import numpy as np
 import pandas as pd
 import pytest
 
 from csbench.models import load_qa_model
 from csbench.qads import finetune as F
+from csbench.qads.qa import model_inputs
 
 CTX = ("The Normans gave their name to Normandy, a region in France. " * 6
        + "Rollo was the leader of the Norse raiders.")
@@ -78,7 +80,7 @@ def test_training_reduces_loss(tiny_qa_dir):
     def loss():
         with torch.no_grad():
             model.eval()
-            return float(model(**F._batch(model, f, slice(None), "cpu")).loss)
+            return float(model(**model_inputs(model, f, slice(None), "cpu")).loss)
 
     before = loss()
     losses = F.train(model, f, epochs=5, learning_rate=1e-3, batch_size=64, seed=0)
@@ -103,6 +105,65 @@ def test_run_fold_and_means(tiny_qa_dir, tmp_path):
     means = [r for r in out if r["fold"] == "mean"]
     assert [m["split"] for m in means] == ["base", "finetuned"]
     assert means[0]["n"] == 8 and means[0]["f1"] == pytest.approx(rows[0]["f1"])
+
+
+def test_length_grouped_batches_are_fixed_by_the_seed():
+    """Which windows share a batch depends on the seed and the lengths only (a CPU generator):
+    pinned here, so a change of training order (another PyTorch randperm, another grouping) shows."""
+    import torch
+
+    lengths = [5, 3, 9, 1, 7, 2, 8, 6, 4, 10, 12, 11]
+
+    def batches(seed, group=2):
+        return [b.tolist() for b in F.length_grouped_batches(lengths, 2, torch.Generator().manual_seed(seed),
+                                                             group=group)]
+
+    assert batches(0) == [[7, 4], [5, 8], [6, 11], [3, 1], [2, 10], [0, 9]]
+    assert batches(1) == [[0, 11], [3, 5], [9, 10], [7, 2], [1, 8], [4, 6]]
+    assert batches(0) == batches(0)
+    for seed in range(5):  # every window once per epoch; a run of `group` batches is sorted by length
+        got = batches(seed, group=3)
+        assert sorted(i for b in got for i in b) == list(range(len(lengths)))
+        assert all(len(b) == 2 for b in got)
+
+
+def test_bf16_training_autocasts_matrix_products_and_keeps_fp32_weights(tiny_qa_dir):
+    """dtype bfloat16: linear layers compute in bf16 (autocast), the weights, their gradients and the
+    loss stay float32; the model learns as in float32."""
+    import torch
+
+    model, tok = load_qa_model(tiny_qa_dir, device="cpu", dtype="float32")
+    qs = ["Who led the raiders?", "What is a house?"] * 4
+    ans = [[{"text": "Rollo", "answer_start": CTX.index("Rollo")}], []] * 4
+    f = F.prepare_features(tok, qs, [CTX] * 8, ans, max_length=64, doc_stride=16)
+    seen = set()
+    hook = model.qa_outputs.register_forward_hook(lambda m, i, o: seen.add(o.dtype))
+    losses = F.train(model, f, epochs=5, learning_rate=1e-3, batch_size=64, seed=0, dtype="bfloat16")
+    hook.remove()
+    assert seen == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert len(losses) == 5 and all(np.isfinite(losses)) and losses[-1] < losses[0] - 0.1
+
+
+def test_run_fold_in_bf16(tiny_qa_dir):
+    import torch
+
+    seen = set()
+    real = torch.nn.Linear.forward
+    data = [{"title": "N", "paragraphs": [{"context": CTX, "qas": [
+        {"id": f"q{g}-1", "question": q, "answers": a, "is_impossible": not a}
+        for g, (q, a) in enumerate([("Who led the raiders?", [{"text": "Rollo", "answer_start": CTX.index("Rollo")}]),
+                                    ("What is a house?", []), ("Where is Normandy?", []), ("Who?", [])])]}]}]
+    ft = dict(folds=2, seed=0, epochs=1, batch_size=4, learning_rate=1e-3, max_length=64, doc_stride=16,
+              dtype="bfloat16")
+    qa = dict(device="cpu", batch_size=8, max_answer_len=30, null_threshold=0.0)
+    try:  # every matrix product of training and prediction ran in bf16
+        torch.nn.Linear.forward = lambda self, x: seen.add(real(self, x).dtype) or real(self, x)
+        rows = F.run_fold(tiny_qa_dir, data, 0, ft, qa)
+    finally:
+        torch.nn.Linear.forward = real
+    assert seen == {torch.bfloat16}
+    assert [r["split"] for r in rows] == ["base", "finetuned"] and rows[1]["n"] == 2
 
 
 def test_training_works_when_autograd_was_switched_off_globally(tiny_qa_dir):

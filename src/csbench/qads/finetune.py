@@ -11,14 +11,15 @@
   windows (``max_length``/``doc_stride``), start/end token positions of the first gold answer, the
   [CLS] index (0 when the tokenizer has no CLS) when the question is unanswerable or the answer is
   not wholly inside the window;
-* :func:`train` is a plain torch loop (AdamW, linear decay to 0, no warm-up);
+* :func:`train` is a plain torch loop (AdamW, linear warm-up and decay, optional clipping) over
+  length-grouped batches (:func:`length_grouped_batches`) cut to their longest window, in float32
+  or under bf16 autocast (``dtype``; :func:`csbench.qads.qa.autocast`);
 * :func:`run_fold` fine-tunes a fresh copy of a model on the other folds, predicts the held-out
   fold with :func:`csbench.qads.qa.predict` and scores it with :mod:`csbench.qads.metric`, along
   with the un-fine-tuned model on the same held-out questions.
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import random
 import time
@@ -157,32 +158,13 @@ def prepare_features(tokenizer, questions: list[str], contexts: list[str], answe
     return feats
 
 
-def _batch(model, feats: dict, idx, device, trim: bool = False):
-    """Model inputs of the windows ``idx``; ``trim`` cuts right padding beyond the longest window of
-    the batch (same logits, fewer FLOPs; only when every row starts unpadded)."""
-    import torch
-
-    accepted = set(inspect.signature(model.forward).parameters)
-    cut = None
-    if trim and "attention_mask" in feats:
-        mask = feats["attention_mask"][idx]
-        if mask.ndim == 2 and mask[:, 0].all():
-            cut = int(mask.sum(axis=1).max())
-    out = {}
-    for k, v in feats.items():
-        if k not in accepted or k == "example":
-            continue
-        x = v[idx]
-        if cut is not None and x.ndim == 2:
-            x = x[:, :cut]
-        out[k] = torch.as_tensor(x).to(device)
-    return out
-
-
 def length_grouped_batches(lengths, batch_size: int, gen, group: int = 50) -> list:
     """Shuffled batches of window indices, each drawn from windows of similar length: the shuffled
-    order is cut into runs of ``group`` batches, each run sorted by length and cut into batches,
-    and the batch order shuffled again (seeded by ``gen``)."""
+    order is cut into runs of ``group`` batches, each run sorted by length (stable) and cut into
+    batches, and the batch order shuffled again. Only ``gen`` (a CPU ``torch.Generator``) and the
+    lengths decide the batches: the same on any machine and device for one seed and PyTorch's
+    ``randperm`` (tests pin them). On SQuAD windows (256 tokens, batch 32) the batches cut to their
+    longest window compute 1.3% padding against 50% for batches of the plain shuffled order."""
     import torch
 
     n = len(lengths)
@@ -199,11 +181,15 @@ def length_grouped_batches(lengths, batch_size: int, gen, group: int = 50) -> li
 
 def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batch_size: int = 16,
           seed: int = 0, weight_decay: float = 0.0, warmup: float = 0.0,
-          max_grad_norm: float = 0.0) -> list[float]:
+          max_grad_norm: float = 0.0, dtype: str = "float32") -> list[float]:
     """Fine-tune ``model`` in place on ``feats`` (AdamW; linear warm-up over the first ``warmup``
     fraction of the steps, then linear decay to 0; gradients clipped to ``max_grad_norm`` when
-    positive); returns the step losses."""
+    positive); ``dtype: bfloat16`` runs the forward pass under bf16 autocast (the float32 weights,
+    gradients, optimizer state and the cross-entropy loss stay float32); returns the step
+    losses."""
     import torch
+
+    from .qa import autocast, model_inputs
 
     device = next(model.parameters()).device
     n = len(feats["start_positions"])
@@ -229,7 +215,8 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
     with torch.enable_grad():
         for epoch in range(epochs):
             for idx in length_grouped_batches(lengths, batch_size, gen):
-                out = model(**_batch(model, feats, idx, device, trim=True))
+                with autocast(device, dtype):
+                    out = model(**model_inputs(model, feats, idx, device))
                 out.loss.backward()
                 if max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
@@ -249,14 +236,16 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
 
 
 def predict_set(model, tokenizer, test: list[dict], ft: dict, qa: dict) -> tuple[dict, dict]:
-    """Predictions (qid -> answer, "" = none) and no-answer scores of a SQuAD ``data`` list."""
+    """Predictions (qid -> answer, "" = none) and no-answer scores of a SQuAD ``data`` list,
+    computed in ``ft["dtype"]``."""
     from .qa import predict
 
     rows = flatten(test)
     answers, na = predict(model, tokenizer, [r["question"] for r in rows],
                           [r["context"] for r in rows], max_length=ft["max_length"],
                           stride=ft["doc_stride"], batch_size=qa["batch_size"],
-                          max_answer_len=qa["max_answer_len"], null_threshold=qa["null_threshold"])
+                          max_answer_len=qa["max_answer_len"], null_threshold=qa["null_threshold"],
+                          dtype=ft["dtype"])
     return ({r["id"]: a for r, a in zip(rows, answers)},
             {r["id"]: float(s) for r, s in zip(rows, na)})
 
@@ -336,7 +325,7 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
     losses = train(model, feats, epochs=ft["epochs"], learning_rate=ft["learning_rate"],
                    batch_size=ft["batch_size"], seed=ft["seed"] + fold,
                    weight_decay=ft["weight_decay"], warmup=ft["warmup"],
-                   max_grad_norm=ft["max_grad_norm"])
+                   max_grad_norm=ft["max_grad_norm"], dtype=ft["dtype"])
     train_cpu, train_wall = time.process_time() - t0, time.perf_counter() - w0
     if losses:
         log.info("fold %d: %d windows, %d steps in %.0f s wall (%.0f CPU s), loss %.4f -> %.4f",
