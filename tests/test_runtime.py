@@ -90,7 +90,8 @@ def test_float16_needs_its_own_instructions(monkeypatch):
 
 def test_compute_columns_resolve_the_settings_as_the_loaders_do():
     from csbench.models import dtype_name
-    from csbench.provenance import compute_columns
+    from csbench.models import compute_columns
+
 
     assert compute_columns("cpu", "auto") == {"compute_device": "cpu", "compute_dtype": "float32"}
     assert compute_columns("cpu", "bf16") == {"compute_device": "cpu", "compute_dtype": "bfloat16"}

@@ -521,3 +521,12 @@ def load_qa_model(path: str | Path, device: str = "auto", dtype: str = "auto", s
                                                               dtype=pick_dtype(dtype, device))
     model.to(device).eval()
     return model, load_tokenizer(path)
+
+
+def compute_columns(device: str = "auto", dtype: str = "auto") -> dict:
+    """The compute device and dtype (``compute_device``: ``cpu``, ``cuda:0``; ``compute_dtype``:
+    ``float32``, ``bfloat16``, ``float16``) of a local model loaded with the ``device`` and
+    ``dtype`` settings, resolved as :func:`load_causal_lm` and :func:`load_qa_model` resolve them: for code that runs a model without a
+    scorer (sampling, the QA jobs); a scorer says it with ``compute()``."""
+    dev = device_name(device)
+    return {"compute_device": dev, "compute_dtype": dtype_name(dtype, dev)}

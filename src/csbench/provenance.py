@@ -47,18 +47,6 @@ def provenance_columns(path: str | Path) -> dict:
             "model_sha256": p.get("file_sha256") or "", "model_quant": p.get("quantisation") or ""}
 
 
-def compute_columns(device: str = "auto", dtype: str = "auto") -> dict:
-    """The compute device and dtype (``compute_device``: ``cpu``, ``cuda:0``; ``compute_dtype``:
-    ``float32``, ``bfloat16``, ``float16``) of a local model loaded with the ``device`` and
-    ``dtype`` settings, resolved as :func:`csbench.models.load_causal_lm` and
-    :func:`~csbench.models.load_qa_model` resolve them: for code that runs a model without a
-    scorer (sampling, the QA jobs); a scorer says it with ``compute()``. Imports torch."""
-    from .models import device_name, dtype_name
-
-    dev = device_name(device)
-    return {"compute_device": dev, "compute_dtype": dtype_name(dtype, dev)}
-
-
 def stamp(df, path: str | Path, compute: dict):
     """Set every provenance column on ``df`` (a table made from the model at ``path``, or a
     dict): the weights' (:func:`provenance_columns`) and ``compute`` (a scorer's ``compute()``,

@@ -10,6 +10,8 @@ thread, 0.9 s.
 """
 from __future__ import annotations
 
+import importlib
+
 import logging
 import os
 import sys
@@ -100,8 +102,8 @@ def cpu_half_support(dtype: str) -> bool | None:
     flags = cpu_flags()
     if flags is not None:
         return any(f in flags for f in want)
-    try:  # no /proc/cpuinfo: ask torch (private helpers; x86 only)
-        import torch.cpu as tc
+    try:  # no /proc/cpuinfo: ask torch if it is installed (private helpers; x86 only)
+        tc = importlib.import_module("torch.cpu")  # optional: no env needs torch for this
 
         checks = {"bfloat16": ("_is_avx512_bf16_supported", "_is_amx_tile_supported"),
                   "float16": ("_is_amx_fp16_supported",)}[dtype]

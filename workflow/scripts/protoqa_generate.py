@@ -4,7 +4,8 @@ import time
 from csbench.io import write_json
 from csbench.lm.backend import lm_cache_dir, sample, served_spec
 from csbench.logs import snakemake_logger
-from csbench.provenance import SERVED_COMPUTE, compute_columns, provenance, stamp
+from csbench.models import compute_columns
+from csbench.provenance import SERVED_COMPUTE, provenance, stamp
 from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
 from csbench.protoqa.data import load_questions
 
