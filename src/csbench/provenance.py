@@ -92,7 +92,9 @@ def written_before(path: str | Path, missing) -> InputError:
     csbench wrote it."""
     return InputError(path, f"no {', '.join(missing)}: written before csbench recorded the "
                       "compute device and dtype of every output made from a model; rerun the "
-                      "job that writes it (snakemake --forcerun <its rule>, or delete the file)")
+                      "job that ran the model, and the jobs after it rerun too (snakemake "
+                      "--forcerun <that rule>: winowhat_score, twentyq_topic_frequency, "
+                      "twentyq_score, protoqa_generate, qads_predict or qads_finetune_fold)")
 
 
 def read_model_table(path: str | Path, model: str | None, model_column: str = "model"):
