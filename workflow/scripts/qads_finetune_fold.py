@@ -22,8 +22,9 @@ qa = {**p.qa, "batch_size": snakemake.config["qads"]["qa"]["batch_size"]}
 rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, qa, predictions=predictions)
 for r in rows:
     log.info("%s", r)
-# where the weights came from, and what computed: run_fold trains and predicts in float32 on
-# qads.qa.device (csbench.qads.finetune loads the model with dtype="float32")
-out = stamp(pd.DataFrame(rows), snakemake.input.model, compute_columns(p.qa["device"], "float32"))
+# where the weights came from, and what computed: run_fold trains and predicts the float32 model
+# on qads.qa.device in qads.finetune.dtype (bfloat16: under autocast, csbench.qads.qa.autocast)
+out = stamp(pd.DataFrame(rows), snakemake.input.model,
+            compute_columns(p.qa["device"], p.ft["dtype"]))
 write_json(predictions, snakemake.output.predictions)
 write_tsv(out, snakemake.output.scores)
