@@ -76,14 +76,15 @@ def matmul_rates(threads: int, rounds: int = 5, n: int = 2048) -> dict:
 
 def fp32_head(scorer) -> None:
     """Project the bf16 model's final hidden states to the vocabulary in fp32 (bench only: the
-    engine's private head attribute, at the scored positions)."""
+    engine's forward strategy's head, used at the scored positions)."""
     import torch
 
-    if not scorer._partial_logits:
+    f = scorer.engine.forward  # csbench.lm.forward.Forward
+    if not f.partial_logits:
         raise SystemExit(f"{scorer.describe()}: the model needs its own head; no --fp32-head")
-    w = scorer._head.weight.detach().float()
-    b = None if getattr(scorer._head, "bias", None) is None else scorer._head.bias.detach().float()
-    scorer._head = lambda h: torch.nn.functional.linear(h.float(), w, b)
+    w = f.head.weight.detach().float()
+    b = None if getattr(f.head, "bias", None) is None else f.head.bias.detach().float()
+    f.head = lambda h: torch.nn.functional.linear(h.float(), w, b)
 
 
 def bench_model(model_dir: Path, rows: list[dict], chunks: int, threads: int, with_fp32_head: bool,

@@ -46,7 +46,8 @@ _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 FORMATS = ("gguf", "zip")
 # Columns of every table that comes from a model: where its weights came from
-# (csbench.provenance.provenance_columns) and what computed with them (compute_columns).
+# (csbench.provenance.provenance_columns) and what computed with them
+# (csbench.models.compute_columns or a scorer's compute()).
 WEIGHT_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
 COMPUTE_COLUMNS = ("compute_device", "compute_dtype")
 PROVENANCE_COLUMNS = WEIGHT_COLUMNS + COMPUTE_COLUMNS

@@ -1,7 +1,7 @@
 """Where a model's outputs came from: the ``provenance.json`` of a materialised model directory,
 the provenance columns every table made from a model carries (its weights:
-:func:`provenance_columns`; what computed with them: :func:`compute_columns` or a scorer's
-``compute()``; both: :func:`stamp`), and the check that a per-model table a job reads is that
+:func:`provenance_columns`; what computed with them: :func:`csbench.models.compute_columns` or
+a scorer's ``compute()``; both: :func:`stamp`), and the check that a per-model table a job reads is that
 model's. Kept apart from :mod:`csbench.models` (which loads torch and transformers), so jobs that
 only read tables need none of them."""
 from __future__ import annotations
@@ -38,7 +38,7 @@ def provenance(path: str | Path) -> dict:
 def provenance_columns(path: str | Path) -> dict:
     """The weights' columns of every table that comes from a model (``WEIGHT_COLUMNS``): whether
     its weights are random, where they came from, the sha256 of the weights file they were made
-    from, and the quantisation (the compute columns: :func:`compute_columns`; all:
+    from, and the quantisation (the compute columns: :func:`csbench.models.compute_columns`; all:
     :func:`stamp`)."""
     p = provenance(path)
     spec = p.get("spec")
@@ -50,7 +50,7 @@ def provenance_columns(path: str | Path) -> dict:
 def stamp(df, path: str | Path, compute: dict):
     """Set every provenance column on ``df`` (a table made from the model at ``path``, or a
     dict): the weights' (:func:`provenance_columns`) and ``compute`` (a scorer's ``compute()``,
-    :func:`compute_columns` or :data:`SERVED_COMPUTE`). Returns ``df``."""
+    :func:`csbench.models.compute_columns` or :data:`SERVED_COMPUTE`). Returns ``df``."""
     missing = [c for c in COMPUTE_COLUMNS if c not in compute]
     if missing:
         raise ValueError(f"compute lacks {', '.join(missing)}: {compute!r}")
@@ -92,7 +92,9 @@ def written_before(path: str | Path, missing) -> InputError:
     csbench wrote it."""
     return InputError(path, f"no {', '.join(missing)}: written before csbench recorded the "
                       "compute device and dtype of every output made from a model; rerun the "
-                      "job that writes it (snakemake --forcerun <its rule>, or delete the file)")
+                      "job that ran the model, and the jobs after it rerun too (snakemake "
+                      "--forcerun <that rule>: winowhat_score, twentyq_topic_frequency, "
+                      "twentyq_score, protoqa_generate, qads_predict or qads_finetune_fold)")
 
 
 def read_model_table(path: str | Path, model: str | None, model_column: str = "model"):
