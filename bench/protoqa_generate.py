@@ -12,6 +12,8 @@ that commit, loaded beside the current one; same model object) against the curre
 block of ``--block`` questions, alternating which runs first, and checks that every sample is the
 same: the baseline with ``--baseline-threads`` torch threads, the current sampler with
 ``--threads`` and ``--workers`` (prompts sampled at once, one-thread operations each).
+``--sampler REV`` times the sampler of that revision alone (``bench/protoqa_cores.py`` runs this
+script in several processes at once).
 
     nice -n 15 .venv/bin/python bench/protoqa_generate.py \\
         --model-dir resources/models/smollm2-135m \\
@@ -29,10 +31,13 @@ import os
 import platform
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
+from csbench.runtime import job_environment
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+job_environment()                 # as in the workflow's jobs: OMP_WAIT_POLICY=PASSIVE (before torch)
 
 
 def timed(fn):
@@ -60,6 +65,7 @@ def main():
     ap.add_argument("--model-dir", required=True)
     ap.add_argument("--questions", required=True, help="ProtoQA dev.crowdsourced.jsonl")
     ap.add_argument("--n-questions", type=int, default=8, help="first N questions of the file")
+    ap.add_argument("--skip", type=int, default=0, help="after skipping this many")
     ap.add_argument("--num-samples", type=int, default=300)
     ap.add_argument("--chunk", type=int, default=100)
     ap.add_argument("--max-new-tokens", type=int, default=20)
@@ -75,6 +81,9 @@ def main():
     ap.add_argument("--compare", metavar="REV", default=None,
                     help="time the sampler of git revision REV against the current one")
     ap.add_argument("--baseline-threads", type=int, default=2)
+    ap.add_argument("--sampler", metavar="REV", default=None,
+                    help="time the sampler of git revision REV instead of the current one "
+                         "(with --threads; no --compare)")
     ap.add_argument("--block", type=int, default=2, help="questions per timed block (--compare)")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
     args = ap.parse_args()
@@ -90,7 +99,7 @@ def main():
 
     setup_logging()
     questions = load_questions(args.questions)
-    qids = list(questions)[: args.n_questions]
+    qids = list(questions)[args.skip:args.skip + args.n_questions]
     prompts = [question_to_prompt(questions[q].question) for q in qids]
     kw = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
               top_p=args.top_p, seed=args.seed, chunk=args.chunk, stop=SENTENCE_ENDS)
@@ -106,6 +115,9 @@ def main():
 
     def current(ps, stats):
         torch.set_num_threads(args.threads)
+        if args.sampler:
+            return baseline_module(args.sampler).sample_completions(
+                model, tokenizer, ps, args.num_samples, stats=stats, **kw)
         return sample_completions(model, tokenizer, ps, args.num_samples, stats=stats,
                                   workers=workers, **kw)
 
@@ -147,8 +159,10 @@ def main():
         print(json.dumps(total, indent=1), f"same samples: {same}", flush=True)
     else:
         stats: dict = {}
+        begin = time.time()
         texts, wall, cpu = timed(lambda: current(prompts, stats))
-        out["run"] = {"wall_s": wall, "cpu_s": cpu, "cores_busy": cpu / wall, **stats}
+        out["run"] = {"wall_s": wall, "cpu_s": cpu, "cores_busy": cpu / wall, "start": begin,
+                      "end": time.time(), "sampler": args.sampler or "current", **stats}
         print(f"{len(qids)} questions x {args.num_samples} samples: {wall:.1f} s wall, {cpu:.1f} s"
               f" CPU, {stats['sampled_tokens']} tokens sampled", flush=True)
     if args.check_order:
@@ -160,6 +174,7 @@ def main():
               flush=True)
     out["questions"] = [{"id": q, "prompt": p, "top5": rank_answers(t)[:5]}
                         for q, p, t in zip(qids, prompts, texts)]
+    out["samples_crc32"] = [zlib.crc32(json.dumps(t).encode("utf-8")) for t in texts]
     out["loadavg_end"] = os.getloadavg()
     print(json.dumps(out["questions"], indent=1, ensure_ascii=False))
     if args.out:

@@ -8,14 +8,17 @@ match of that pattern (ProtoQA cuts every answer at its first sentence end, so t
 were never used); finished sequences leave the batch and the cache, so they stop costing forward
 passes and sampling work. Logits are computed for the last position only (``logits_to_keep=1``,
 also in the prefill). The prompt runs once, at batch size 1; sequences with the same tokens so
-far share one batch row (many samples begin alike), so the forward pass and the top-p sort run
-once per distinct prefix; all chunks of a prompt are decoded together (up to ``max_batch``
+far share one batch row (many samples begin alike), so the forward pass and top-p run once per
+distinct prefix; all chunks of a prompt are decoded together (up to ``max_batch``
 sequences), so the few long samples at the end share forward passes.
 
 Determinism: each prompt is sampled on its own (no padding, so other prompts cannot change its
 text; prompts are not batched together, as different lengths would need padding) from private
 ``torch.Generator`` streams seeded from ``seed`` and the prompt text, so a prompt's samples do not
 depend on which other prompts are in the run or on their order, and the global RNG is left alone.
+On the CPU the prompts are sampled side by side, one per worker thread (``workers``: the job's
+threads), each with one-thread operations, so that a job keeps all its cores busy (one prompt's
+decoding steps are too small to).
 
 Same samples as before: the random stream is the one of ``model.generate(do_sample=True,
 num_return_sequences=chunk)`` per chunk after ``torch.manual_seed(prompt_seed(seed, prompt))``
@@ -29,8 +32,9 @@ have ended (EOS) or ``max_new_tokens`` and starts the next chunk where that left
 decode chunks together the loop walks the earlier chunks' streams ahead to find the later
 chunks' start states, and decodes the later chunks again in the rare case that a chunk ended
 early with EOS in every sequence. After the post-processing the texts are those of the
-reference, except (1) where the batch size of a forward pass changes the floating-point result
-(none seen on real weights: ``bench/protoqa_generate.py``) and (2) one case the loop cannot
+reference, except (1) where the batch size of a forward pass or the number of threads of an
+operation changes the floating-point result (none seen on real weights:
+``bench/protoqa_generate.py``) and (2) one case the loop cannot
 know: when a sequence stopped at ``stop``, the loop assumes the reference ran that chunk to
 ``max_new_tokens``; if instead every sequence of a chunk that is not the prompt's last would
 have emitted EOS before ``max_new_tokens``, the following chunks of that prompt differ.
