@@ -229,11 +229,46 @@ def test_top_p_equals_transformers_warper(top_p):
         assert torch.equal(_TopP(top_p)(None, x.clone()), TopPLogitsWarper(top_p)(None, x.clone()))
 
 
+def test_top_p_certain_rows_and_the_cut_off_edge():
+    """Rows decided without sorting (_certain_cut) give the warper's result; rows whose cut-off
+    sits too close to 1 - top_p to be certain are sorted: a row family sweeping the tail mass
+    across 0.1 in steps far below the bounds is equal to the warper everywhere, decided without
+    sorting away from the switch and sorted next to it; peaked rows of a large vocabulary are
+    decided without sorting, flat ones (cut-off past the 256 largest) are not."""
+    import math
+
+    import torch
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    from csbench.lm.generate import _TopP, _certain_cut
+
+    g = torch.Generator().manual_seed(0)
+    vocab = 2000
+    base = torch.rand(vocab, generator=g) * 1e-3               # a tail of distinct values
+    crit = math.log((vocab - 3) * 9 / 3)                       # tail mass 0.1 at this height
+    x = base.repeat(301, 1)
+    x[:, :3] += (crit + torch.linspace(-3e-4, 3e-4, 301, dtype=torch.float64)).float()[:, None]
+    ref = TopPLogitsWarper(0.9)(None, x.clone())
+    assert torch.equal(_TopP(0.9)(None, x.clone()), ref)
+    sure = ~torch.isnan(_certain_cut(x, 0.9)[:, 0])
+    kept = (ref > -float("inf")).sum(dim=-1)
+    switch = [i for i in range(1, len(kept)) if kept[i] != kept[i - 1]]
+    assert switch and sure.any()
+    for i in switch:
+        assert not sure[i - 1] and not sure[i]
+    y = torch.randn(6, 50_000, generator=g)
+    y[:3] *= 30                                                # peaked: a few tokens kept
+    assert torch.equal(_TopP(0.9)(None, y.clone()), TopPLogitsWarper(0.9)(None, y.clone()))
+    assert (~torch.isnan(_certain_cut(y, 0.9)[:, 0])).tolist() == [True] * 3 + [False] * 3
+
+
 @pytest.mark.parametrize("raw", [False, True])
 def test_pick_equals_full_argmax(raw):
     """The choice restricted to each row's non-zero probabilities is torch.multinomial's
     argmax(probs / noise) over the whole row, an exact-zero variate included (0 / 0 = NaN wins),
     from float variates or from raw int64 draws (the variates exponential_ makes of them)."""
+    import math
+
     import torch
 
     from csbench.lm.generate import _pick
@@ -251,6 +286,9 @@ def test_pick_equals_full_argmax(raw):
     noise[2, zero_at], bits[2, zero_at] = 0.0, 1 << 60
     full = (probs[torch.tensor(rows)] / noise).argmax(dim=-1).tolist()
     assert full[2] == zero_at
+    bits[4, 11] = 1 << 40                              # low 32 bits 0, not a 0 variate
+    noise[4, 11] = -math.log1p(-(1 << 40) / 2.0 ** 53)
+    full = (probs[torch.tensor(rows)] / noise).argmax(dim=-1).tolist()
     src = bits if raw else noise
     parts = [(src[:3], 0), (src[3:], 3)]
     assert _pick(probs, rows, parts, lambda i: noise[i]) == full
@@ -307,6 +345,25 @@ def test_scorer_generate_stops_at_stop_strings(tiny_lm_dir):
     out = s.generate(PROMPTS[:2], num_samples=5, stop=("e", "\n"), **kw)
     ref = _reference(s.model, s.tokenizer, PROMPTS[:2], 5, **kw)
     assert out == [cut_at_stop(x, ("e", "\n")) for x in ref]
+
+
+def test_prompts_in_workers_give_the_same_samples(gpt2):
+    """Prompts sampled side by side in worker threads (one-thread operations each) give the
+    samples and counts of one prompt after the other; the thread setting is restored."""
+    import torch
+
+    model, tok = gpt2
+    stop = re.compile("[kmwy]")
+    threads = torch.get_num_threads()
+    one, three = {}, {}
+    a = sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, stats=one, workers=1,
+                           **KW)
+    b = sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, stats=three, workers=3,
+                           **KW)
+    assert a == b
+    assert {k: v for k, v in one.items() if k != "seconds"} == \
+        {k: v for k, v in three.items() if k != "seconds"}
+    assert torch.get_num_threads() == threads
 
 
 def test_global_rng_untouched(gpt2):

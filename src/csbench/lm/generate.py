@@ -8,14 +8,17 @@ match of that pattern (ProtoQA cuts every answer at its first sentence end, so t
 were never used); finished sequences leave the batch and the cache, so they stop costing forward
 passes and sampling work. Logits are computed for the last position only (``logits_to_keep=1``,
 also in the prefill). The prompt runs once, at batch size 1; sequences with the same tokens so
-far share one batch row (many samples begin alike), so the forward pass and the top-p sort run
-once per distinct prefix; all chunks of a prompt are decoded together (up to ``max_batch``
+far share one batch row (many samples begin alike), so the forward pass and top-p run once per
+distinct prefix; all chunks of a prompt are decoded together (up to ``max_batch``
 sequences), so the few long samples at the end share forward passes.
 
 Determinism: each prompt is sampled on its own (no padding, so other prompts cannot change its
 text; prompts are not batched together, as different lengths would need padding) from private
 ``torch.Generator`` streams seeded from ``seed`` and the prompt text, so a prompt's samples do not
 depend on which other prompts are in the run or on their order, and the global RNG is left alone.
+On the CPU the prompts are sampled side by side, one per worker thread (``workers``: the job's
+threads), each with one-thread operations, so that a job keeps all its cores busy (one prompt's
+decoding steps are too small to).
 
 Same samples as before: the random stream is the one of ``model.generate(do_sample=True,
 num_return_sequences=chunk)`` per chunk after ``torch.manual_seed(prompt_seed(seed, prompt))``
@@ -29,8 +32,9 @@ have ended (EOS) or ``max_new_tokens`` and starts the next chunk where that left
 decode chunks together the loop walks the earlier chunks' streams ahead to find the later
 chunks' start states, and decodes the later chunks again in the rare case that a chunk ended
 early with EOS in every sequence. After the post-processing the texts are those of the
-reference, except (1) where the batch size of a forward pass changes the floating-point result
-(none seen on real weights: ``bench/protoqa_generate.py``) and (2) one case the loop cannot
+reference, except (1) where the batch size of a forward pass or the number of threads of an
+operation changes the floating-point result (none seen on real weights:
+``bench/protoqa_generate.py``) and (2) one case the loop cannot
 know: when a sequence stopped at ``stop``, the loop assumes the reference ran that chunk to
 ``max_new_tokens``; if instead every sequence of a chunk that is not the prompt's last would
 have emitted EOS before ``max_new_tokens``, the following chunks of that prompt differ.
@@ -43,6 +47,8 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
+import threading
 import time
 import zlib
 
@@ -55,12 +61,19 @@ def prompt_seed(seed: int, prompt: str) -> int:
 
 class _TopP:
     """transformers' ``TopPLogitsWarper`` (min_tokens_to_keep=1) with the same result, bit for
-    bit, and a faster sort on the CPU: the warper keeps the tokens whose ascending-order
-    cumulative probability (softmax of the sorted scores, cumsum) exceeds ``1 - top_p``. The
-    ascending sorted values are the same array whichever sort makes them (NumPy's vectorised sort,
-    rows split over the torch threads), so the cumulative probabilities are too; the warper's
-    argsort is needed only to tell which of several tokens tied at the cut-off value it drops,
-    and a row with such a tie is handed to the warper itself."""
+    bit, without sorting the vocabulary on the CPU where the result is certain.
+
+    The warper sorts the scores ascending, takes the softmax of the sorted row, sums it up
+    (float64 running sum, float32 result) and drops the entries whose cumulative probability is
+    at most ``1 - top_p`` (never the last): the kept tokens are the largest ones, and the result
+    is ``scores`` with the others at ``-inf``. Here each row first takes its ``_TOP_K`` largest
+    scores and the float64 sum of the exponentials of all of them (:func:`_certain_cut`): the
+    warper's cumulative values near the cut-off are within proven bounds of the ones computed
+    from these, and where the bounds put the cut-off on one side of ``1 - top_p`` for certain,
+    the row is decided without sorting (on real weights more than 99% of the rows). The other
+    rows are sorted (NumPy: the ascending values are the same array whichever sort makes them,
+    and so are the warper's cumulative probabilities); a row with several tokens tied at the
+    cut-off value goes to the warper itself (which of them it drops depends on its argsort)."""
 
     def __init__(self, top_p: float):
         from transformers.generation.logits_process import TopPLogitsWarper
@@ -75,46 +88,102 @@ class _TopP:
         if scores.device.type != "cpu" or scores.dtype != torch.float32:
             return self.reference(input_ids, scores)
         scores = scores.contiguous()
-        values = np.empty(tuple(scores.shape), dtype=np.float32)
-        _sort_rows(scores.numpy(), values)
-        ordered = torch.from_numpy(values)
-        cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
-        drop = cumulative <= (1 - self.top_p)
-        drop[..., -1:] = 0
-        cut = drop.sum(dim=-1, keepdim=True)                  # dropped: a prefix of the order
-        edge = ordered.gather(1, cut)                          # smallest kept value
-        below = ordered.gather(1, (cut - 1).clamp(min=0))
+        edge = _certain_cut(scores, self.top_p)                # smallest kept score; NaN: unsure
+        rest = torch.isnan(edge[:, 0]).nonzero().flatten()
+        tied = []
+        if len(rest):                                          # sort those rows
+            ordered = torch.from_numpy(np.sort(scores.index_select(0, rest).numpy(), axis=-1))
+            cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
+            drop = cumulative <= (1 - self.top_p)
+            drop[..., -1:] = 0
+            cut = drop.sum(dim=-1, keepdim=True)              # dropped: a prefix of the order
+            kept = ordered.gather(1, cut)
+            below = ordered.gather(1, (cut - 1).clamp(min=0))
+            edge[rest] = kept
+            tied = rest[((cut > 0) & (below == kept)).squeeze(1)].tolist()
         out = scores.masked_fill(scores < edge, -float("inf"))
-        tied = ((cut > 0) & (below == edge)).squeeze(1).nonzero().flatten().tolist()
         for r in tied:                                         # a tie straddles the cut-off
             out[r:r + 1] = self.reference(input_ids, scores[r:r + 1])
         return out
 
 
-_SORT_POOL = None
+_TOP_K = 256                    # scores per row that _certain_cut looks at (real rows keep 1-414)
+_U = 2.0 ** -24                 # float32 unit roundoff
+_EXP_ERR = 2.0 ** -16           # bound on the relative difference of two float32 exps (128 ulps)
 
 
-def _sort_rows(src, dst) -> None:
-    """``dst[:] = np.sort(src, axis=-1)``, rows split over ``torch.get_num_threads()`` threads
-    (NumPy releases the GIL while sorting)."""
+def _certain_cut(scores, top_p: float):
+    """Per row of ``scores`` (float32, CPU, rows x vocabulary ``V``): the smallest score that
+    ``TopPLogitsWarper(top_p)`` keeps, where that is certain without sorting the row, else NaN
+    (a rows x 1 tensor).
+
+    With ``m`` the row's maximum, ``e = exp(scores - m)`` (the float32 difference, as the softmax
+    takes it), ``S`` their float64 sum and ``T_j`` that of the ``j`` largest, the warper's
+    cumulative probability at the ``j``-th largest score (ascending position ``V - 1 - j``) is
+    ``(S - T_j) / S`` up to these errors, each bounded: the difference between the warper's
+    float32 exponentials and these (``_EXP_ERR`` relative: PyTorch's are within 20 ulps of exp,
+    plus 2 ulps of ``|scores - m|`` should its softmax round the difference otherwise); the
+    warper's float32 sum of its ascending row, in any grouping (at
+    most ``u`` times the sum of the ascending prefix sums plus ``(log2 V + 64) S``: the prefix
+    sums are at most ``j + 1`` times each of the ``_TOP_K`` largest exponentials and ``V`` times
+    the rest); its float32 probabilities (2 roundings) and its float64 running sum rounded to
+    float32. A row is certain when the first dropped score's cumulative value is at most the
+    threshold (``1 - top_p`` in float32, as the warper compares) for certain and the last kept
+    one's above it (unless that is the maximum, which is always kept), the cut-off lies among
+    the ``_TOP_K`` largest and the scores on either side of it differ (a tie goes to the
+    warper)."""
+    import math
+
     import numpy as np
     import torch
 
-    global _SORT_POOL
-    workers = max(1, min(torch.get_num_threads(), src.shape[0]))
-    if workers == 1 or src.size < 1 << 16:
-        dst[:] = np.sort(src, axis=-1)
-        return
-    from concurrent.futures import ThreadPoolExecutor
+    rows, vocab = scores.shape
+    edge = torch.full((rows, 1), float("nan"))
+    k = min(_TOP_K, vocab)
+    if k < 2 or rows == 0:
+        return edge
+    vals, idx = torch.topk(scores, k, dim=-1)                  # descending, exact values
+    top = vals[:, :1]
+    finite = torch.isfinite(top[:, 0]).tolist()
+    e = torch.exp(scores - top)
+    big = e.gather(1, idx).numpy().astype(np.float64)          # exps of the k largest
+    total = np.sum(e.numpy(), axis=-1, dtype=np.float64)       # S
+    taken = np.cumsum(big, axis=-1)                            # taken[:, j - 1] = T_j
+    tail = np.maximum(total - taken[:, -1], 0.0)
+    lowest = (scores.amin(dim=-1) - top[:, 0]).numpy().astype(np.float64)
+    u = _U
+    # sum of |scores - m| e: the k largest have at most the k-th's, the rest at most 104 (e = 0
+    # below that in float32)
+    weight = -vals[:, -1].numpy().astype(np.float64) * taken[:, -1] \
+        + np.minimum(-lowest, 104.0) * tail
+    prefix = (big * np.arange(1, k + 1)).sum(axis=-1) + vocab * tail
+    slack = 2.0 ** -50 * total + 1e-30
+    d_den = (_EXP_ERR * total + 2 * u * weight + u * 1.01 * (prefix + (math.log2(vocab) + 64)
+             * total) + slack)
+    thr = float(np.float32(1 - top_p))
+    vals = vals.numpy()
+    for r in range(rows):
+        s = total[r]
+        if not finite[r] or not s > 2 * d_den[r]:
+            continue
+        drop = (s - taken[r, :-1]) <= thr * s                  # estimate for j = 1 .. k - 1
+        if not drop.any():
+            continue
+        kept = int(drop.argmax()) + 1                          # the kept largest scores
 
-    if _SORT_POOL is None or _SORT_POOL._max_workers < workers:
-        _SORT_POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="csbench-sort")
-    bounds = [src.shape[0] * k // workers for k in range(workers + 1)]
+        def bounds(num, r=r, s=s):                             # the warper's value, for sure
+            d_num = (_EXP_ERR + 3 * u) * num + 2 * u * weight[r] + slack[r]
+            return ((num - d_num) / (s + d_den[r]) * (1 - 2 * u),
+                    (num + d_num) / (s - d_den[r]) * (1 + 2 * u))
 
-    def part(k):
-        dst[bounds[k]:bounds[k + 1]] = np.sort(src[bounds[k]:bounds[k + 1]], axis=-1)
-
-    list(_SORT_POOL.map(part, range(workers)))
+        if bounds(s - taken[r, kept - 1])[1] > thr:            # the first dropped score
+            continue
+        if kept > 1 and not bounds(s - taken[r, kept - 2])[0] > thr:   # the last kept one
+            continue
+        if vals[r, kept - 1] == vals[r, kept]:                 # tied at the cut-off
+            continue
+        edge[r, 0] = float(vals[r, kept - 1])
+    return edge
 
 
 def _warpers(temperature: float, top_k: int, top_p: float):
@@ -338,8 +407,7 @@ def _pick(probs, rows: list[int], parts, exact) -> list[int]:
     where: list[tuple[int, int]] = []
     redo: list[bool] = []
     for p, (noise, _) in enumerate(parts):
-        zero = ((noise & _MASK) == 0) if noise.dtype == torch.int64 else (noise == 0)
-        redo.extend(zero.any(dim=-1).tolist())
+        redo.extend(_zero_rows(noise))
         where.extend((p, k) for k in range(noise.shape[0]))
     by_row: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
@@ -364,6 +432,26 @@ def _pick(probs, rows: list[int], parts, exact) -> list[int]:
     return out
 
 
+def _zero_rows(noise) -> list[bool]:
+    """Per row of ``noise``: whether it holds a variate of exactly 0 (raw int64 draws: the low 53
+    bits all 0). On the CPU, raw rows are screened on their low 32-bit words first (NumPy, one
+    strided pass instead of a masked int64 copy); only a row with a zero low word is checked in
+    full (about one row in 16,000 of Gemma's 262,144 entries)."""
+    import numpy as np
+    import torch
+
+    if noise.dtype != torch.int64:
+        return (noise == 0).any(dim=-1).tolist()
+    if noise.device.type != "cpu" or not noise.is_contiguous():
+        return ((noise & _MASK) == 0).any(dim=-1).tolist()
+    words = noise.numpy().view(np.uint32)[:, (0 if sys.byteorder == "little" else 1)::2]
+    out = (words == 0).any(axis=-1).tolist()
+    for r, maybe in enumerate(out):
+        if maybe:
+            out[r] = bool(((noise[r] & _MASK) == 0).any())
+    return out
+
+
 def _gather(parts, subs, cand):
     """The ``cand`` columns of the rows ``subs`` ((part, row) pairs), in that order."""
     import torch
@@ -374,7 +462,7 @@ def _gather(parts, subs, cand):
     for p, k in subs + [(None, None)]:
         if p != p0 and ks:
             idx = torch.tensor(ks, device=cand.device)
-            out.append(parts[p0][0].index_select(0, idx).index_select(1, cand))
+            out.append(parts[p0][0][idx[:, None], cand])     # only the needed entries
             ks = []
         p0 = p
         if k is not None:
@@ -516,11 +604,56 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
     return texts
 
 
+def _workers(workers, device) -> int:
+    import torch
+
+    if torch.device(device).type != "cpu":
+        return 1
+    return max(1, int(torch.get_num_threads() if workers is None else workers))
+
+
+class _Locked:
+    """A progress counter shared by worker threads."""
+
+    def __init__(self, prog):
+        self.prog = prog
+        self.lock = threading.Lock()
+
+    def update(self, n) -> None:
+        with self.lock:
+            self.prog.update(n)
+
+
+def _in_workers(one, prompts, encoded, workers: int, prog, counts: dict) -> list[list[str]]:
+    """``one(prompt, ids, prog, counts)`` for every prompt, ``workers`` at a time in threads
+    (PyTorch and NumPy release the GIL in their operations), each operation on one thread (the
+    process's thread setting is restored after); the counts of each prompt are added to
+    ``counts``; the first error cancels the prompts not started and is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    own = [dict.fromkeys(counts, 0) for _ in prompts]
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="csbench-sample")
+    try:
+        futures = [pool.submit(one, p, ids, prog, c) for p, ids, c in zip(prompts, encoded, own)]
+        out = [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        torch.set_num_threads(threads)
+    for c in own:
+        for k, v in c.items():
+            counts[k] += v
+    return out
+
+
 def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_tokens: int = 20,
                        temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                        seed: int = 0, chunk: int = 100, stop=None, max_batch: int = 512,
-                       stats: dict | None = None, names=None,
-                       window: int | None = None) -> list[list[str]]:
+                       stats: dict | None = None, names=None, window: int | None = None,
+                       workers: int | None = None) -> list[list[str]]:
     """Return ``num_samples`` decoded continuations (prompt excluded) for each prompt.
 
     ``stop``: a regular expression (``str`` or compiled) or a list of stop strings; a sequence
@@ -536,6 +669,12 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
     ``window``: the model's window (default: from its config); a prompt whose tokens plus
     ``max_new_tokens`` exceed it is a :class:`~csbench.lm.base.RequestError` naming it (``names``:
     one name per prompt, e.g. the question id).
+    ``workers``: prompts sampled at the same time on the CPU, each in its own thread with
+    one-thread operations (default: ``torch.get_num_threads()``, the job's threads; 1 = one
+    prompt after the other with the operations on all threads; on a GPU always 1). Each prompt's
+    samples are the same either way: its random stream, batches and operations do not depend on
+    the other prompts (one-thread and multi-thread CPU operations give the same numbers here:
+    ``bench/protoqa_generate.py --compare`` checks it on real weights).
     """
     import torch
 
@@ -563,16 +702,23 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
                 f"{len(ids)} prompt tokens + max_new_tokens {max_new_tokens} exceed the model's "
                 f"window of {window} tokens; shorten the prompt or lower max_new_tokens")
     start = time.monotonic()
-    out: list[list[str]] = []
-    with progress(len(prompts) * int(num_samples), "sampling", unit="samples") as prog, \
-            torch.no_grad():
-        for prompt, ids in zip(prompts, encoded):
-            gen = torch.Generator(device=device)
-            gen.manual_seed(prompt_seed(seed, prompt))
-            out.append(_sample_prompt(model, tokenizer, ids, int(num_samples), gen, chunk,
-                                      max(int(max_batch), chunk), warpers, max_new_tokens, eos,
-                                      stop, counts, prog))
-            counts["samples"] += int(num_samples)
+    workers = min(_workers(workers, device), len(prompts))
+
+    def one(prompt, ids, prog, own: dict):
+        gen = torch.Generator(device=device)
+        gen.manual_seed(prompt_seed(seed, prompt))
+        with torch.no_grad():                    # thread-local: in each worker
+            texts = _sample_prompt(model, tokenizer, ids, int(num_samples), gen, chunk,
+                                   max(int(max_batch), chunk), warpers, max_new_tokens, eos,
+                                   stop, own, prog)
+        own["samples"] += int(num_samples)
+        return texts
+
+    with progress(len(prompts) * int(num_samples), "sampling", unit="samples") as prog:
+        if workers <= 1:
+            out = [one(p, ids, prog, counts) for p, ids in zip(prompts, encoded)]
+        else:
+            out = _in_workers(one, prompts, encoded, workers, _Locked(prog), counts)
     counts["seconds"] = time.monotonic() - start
     log.info("%d prompts x %d samples: %d tokens sampled (%.1f per sample), %d prompt tokens, "
              "%.1f s", len(prompts), num_samples, counts["sampled_tokens"],
