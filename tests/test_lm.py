@@ -218,6 +218,28 @@ def test_tree_attention_disabled_when_the_model_disagrees(tiny_lm_dir):
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
 
 
+def test_half_precision_checks_scale_with_the_hidden_states():
+    """bf16 noise on large hidden states (Qwen2.5's |h| reach 70-100, one bf16 step 0.5) passes
+    the one-off checks; a state off by its own size (a wrong mask) does not; float32 stays
+    elementwise."""
+    import torch
+
+    from csbench.lm.precision import Precision
+
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(3, 5, 64, generator=g) * 30
+    ref[..., 0] = 100.0
+    noisy = (ref + torch.randn(ref.shape, generator=g) * 0.5).bfloat16()
+    bf16 = Precision(torch.nn.Linear(2, 2).bfloat16())
+    fp32 = Precision(torch.nn.Linear(2, 2))
+    assert (noisy.float() - ref).abs().max() > 0.5 + 5e-2 * 0.5  # elementwise 5e-2 would refuse
+    assert bf16.agrees(noisy, ref, 1e-3)
+    wrong = ref.clone()
+    wrong[1, 2] = ref[2, 3]  # one position's state taken from another
+    assert not bf16.agrees(wrong, ref, 1e-3)
+    assert fp32.agrees(ref + 1e-5, ref, 1e-3) and not fp32.agrees(noisy.float(), ref, 1e-3)
+
+
 @pytest.fixture(scope="module")
 def tiny_llama_dir(tmp_path_factory):
     from csbench.models import build_random_model

@@ -79,10 +79,8 @@ class Forward:
             full = self.base(input_ids=input_ids, **kw)
             bi = torch.tensor([b for b, p in enumerate(keep) for _ in p], device=self.device)
             ti = torch.tensor([t for p in keep for t in p], device=self.device)
-            a = out.last_hidden_state[bi, ti].float()
-            b = full.last_hidden_state[bi, ti].float()
-            tol = self.precision.tolerance(1e-4)
-            if not torch.allclose(a, b, atol=tol, rtol=tol):
+            if not self.precision.agrees(out.last_hidden_state[bi, ti],
+                                         full.last_hidden_state[bi, ti], 1e-4):
                 log.warning("last-layer-at-scored-positions disagrees with a full pass for this "
                             "model; disabled")
                 self.scored_only = False

@@ -90,8 +90,6 @@ class TreeAttention:
     def agrees(self, group) -> bool:
         """One-off check (hidden states only, two rows) that tree attention reproduces plain
         rows for this model."""
-        import torch
-
         f = self.forward
         rows = sorted(group, key=lambda r: r.tokens)[:2]
         try:
@@ -100,9 +98,7 @@ class TreeAttention:
         except Exception:
             self.checked = False  # e.g. out of memory: check again next time
             raise
-        tol = f.precision.tolerance(1e-3)
-        ok = all(torch.allclose(tree[0, path].float(), plain[i, :len(path)].float(),
-                                atol=tol, rtol=tol)
+        ok = all(f.precision.agrees(tree[0, path], plain[i, :len(path)], 1e-3)
                  for i, (_, path) in enumerate(posmap))
         if not ok:
             log.warning("tree attention disagrees with plain rows for this model; "
