@@ -21,8 +21,8 @@ The requests are csbench's WinoWhat requests for the original WinoGrande method
         --model resources/models/qwen2.5-coder-0.5b --threads 2 --out bench/out/lm_bf16.json
     # --model <dir>:300 scores the first 300 dev items only (a shorter run for a larger model)
 
-``--fp32-head``: a third scorer, bf16 with the vocabulary projection (at the scored positions)
-in fp32, to see how much of the bf16 difference is the rounding of the logits.
+The engine applies the output layer in fp32 in a half dtype (``Precision.vocabulary_head``);
+the figures in docs/reproduce.md before that change ran it in bf16.
 """
 from __future__ import annotations
 
@@ -74,21 +74,7 @@ def matmul_rates(threads: int, rounds: int = 5, n: int = 2048) -> dict:
     return out
 
 
-def fp32_head(scorer) -> None:
-    """Project the bf16 model's final hidden states to the vocabulary in fp32 (bench only: the
-    engine's forward strategy's head, used at the scored positions)."""
-    import torch
-
-    f = scorer.engine.forward  # csbench.lm.forward.Forward
-    if not f.partial_logits:
-        raise SystemExit(f"{scorer.describe()}: the model needs its own head; no --fp32-head")
-    w = f.head.weight.detach().float()
-    b = None if getattr(f.head, "bias", None) is None else f.head.bias.detach().float()
-    f.head = lambda h: torch.nn.functional.linear(h.float(), w, b)
-
-
-def bench_model(model_dir: Path, rows: list[dict], chunks: int, threads: int, with_fp32_head: bool,
-                peak: dict) -> dict:
+def bench_model(model_dir: Path, rows: list[dict], chunks: int, threads: int, peak: dict) -> dict:
     import torch
 
     from csbench.lm import open_scorer
@@ -97,14 +83,12 @@ def bench_model(model_dir: Path, rows: list[dict], chunks: int, threads: int, wi
     from winowhat_lmeval import flop_params
 
     torch.set_num_threads(threads)
-    variants = ["float32", "bfloat16"] + (["bfloat16+fp32 head"] if with_fp32_head else [])
+    variants = ["float32", "bfloat16"]
     scorers = {}
     for v in variants:
         t0 = time.perf_counter()
         s = open_scorer(model_dir, {"device": "cpu", "dtype": v.split("+")[0], "batch_size": "auto"},
                         None)  # no cache: every score is computed
-        if v.endswith("fp32 head"):
-            fp32_head(s)
         s.loglikelihood(partial_requests("A warm-up _ sentence.", "a", "b") * 4)  # not timed
         s.stats.update({k: 0 for k in s.stats})
         scorers[v] = s
@@ -194,7 +178,6 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--chunks", type=int, default=4)
     ap.add_argument("--limit", type=int, default=None)
-    ap.add_argument("--fp32-head", action="store_true")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     import torch
@@ -217,7 +200,7 @@ def main(argv=None):
     for m in a.model:
         path, _, n = m.rpartition(":") if m.rpartition(":")[2].isdigit() else (m, "", "")
         report["models"].append(bench_model(Path(path), rows[:int(n)] if n else rows, a.chunks,
-                                            a.threads, a.fp32_head, report["matmul"]))
+                                            a.threads, report["matmul"]))
         if a.out:  # what is done so far
             Path(a.out).parent.mkdir(parents=True, exist_ok=True)
             Path(a.out).write_text(json.dumps(report, indent=1))

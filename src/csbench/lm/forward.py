@@ -43,6 +43,7 @@ class Forward:
         self.partial_logits = (
             self.head is not None and self.base is not None and self.base is not model
             and not any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in _SPECIAL_LOGIT_ATTRS))
+        self.project = precision.vocabulary_head(self.head) if self.partial_logits else None
         self.attn_impl = getattr(cfg, "_attn_implementation", None) or "eager"
         # Last decoder layer only at the scored positions; confirmed on first use.
         self.scored_only = self.partial_logits and self.attn_impl in ("sdpa", "eager")
@@ -124,7 +125,7 @@ class Forward:
                 tgt.extend(targets)
                 owner.extend([(u, n)] * n)
         picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
-        logits = self.head(picked) if self.partial_logits else picked
+        logits = self.project(picked) if self.partial_logits else picked
         logp = self.precision.log_softmax(logits)
         tok_lp = logp.gather(1, torch.tensor(tgt, device=self.device)[:, None])[:, 0].cpu().double()
         sums: dict[int, float] = {}
