@@ -51,8 +51,12 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
         for col in pq:
             if col != "metric":
                 pq[col] += [str(v) if col.endswith("gen-m1") else "" for v in prov.values()]
+    cal = {"auroc": 0.65, "auroc_ci_low": 0.6, "auroc_ci_high": 0.7, "cal_accuracy": 0.6,
+           "cal_accuracy_ci_low": 0.55, "cal_accuracy_ci_high": 0.65, "cal_f1": 0.62, "cal_f1_ci_low": 0.5,
+           "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
+           "ci_level": 0.95}
     tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
-           **prov} for m in ("m1", "m2") for v in R.VARIANTS]
+           **cal, **prov} for m in ("m1", "m2") for v in R.VARIANTS]
     audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
               "normalised_duplicate_pairs": 0, "test_items_with_duplicate": 1, "top1_mean": 0.5,
               "top1_q50": 0.5, "top1_q90": 0.7, "top1_q99": 0.9, "top1_max": 1.0, "pct_top1_ge_0.8": 20.0,
@@ -126,6 +130,9 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     assert "![Paraphrase effect per category](summary/paraphrase_effect.png)" in md
     assert "GPT-2 fine-tuned (release predictions file)" in md and "m1 (sampling baseline" in md
     assert "**CSQA2 dev**" in md and "zero-shot with / without topic" in md
+    # the calibrated yes/no metrics (issue 28 item 3)
+    assert "| m1 | zero shot | 0.650 [0.600, 0.700] | 60.0 [55.0, 65.0] | 62.0 [50.0, 70.0] | 48.0 |" in md
+    assert "cross-fitted over 5 folds" in md and "95% percentile bootstrap intervals" in md
     # pooled rows only; the synonym effect over all questions and over the answerable ones
     assert ("| qa | fine-tuned (article folds) | one | 100 | 40.0 | 49.0 | 30.0 | 42.0 | 60.0 | -1.0 "
             "| -3.0 |") in md

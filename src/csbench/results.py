@@ -368,10 +368,32 @@ def twentyq_markdown(df: pd.DataFrame) -> str:
         parts += [f"**{bench}**: binary F1 (yes positive), accuracy in %, mean NLL (nats) of the gold "
                   "answer with p(yes) and p(no) renormalised, per prompt (the paper's zero-shot and "
                   "4-shot prompts, and both without the topic line).",
-                  markdown_table(show),
-                  "Question-bias ablation (accuracy in %, with / without the topic line, difference "
+                  markdown_table(show)]
+        if "auroc" in d:  # tables written before the calibrated metrics have none
+            parts += [twentyq_calibrated_markdown(d)]
+        parts += ["Question-bias ablation (accuracy in %, with / without the topic line, difference "
                   "in points):", markdown_table(pd.DataFrame(abl))]
     return "\n\n".join(parts)
+
+
+def twentyq_calibrated_markdown(d: pd.DataFrame) -> str:
+    """The calibrated yes/no metrics of one test set (csbench.twentyq.calibration)."""
+    level = ", ".join(f"{100 * v:g}%" for v in d["ci_level"].dropna().unique())
+    folds = ", ".join(str(int(v)) for v in d["cal_folds"].dropna().unique())
+    show = pd.DataFrame({
+        "model": d["model"], "prompt": d["variant"].str.replace("_", " "),
+        "AUROC [CI]": [f"{_num(a, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if not pd.isna(a) else "–"
+                       for a, lo, hi in zip(d["auroc"], d["auroc_ci_low"], d["auroc_ci_high"])],
+        "cal. accuracy [CI]": [_ci(a, lo, hi) for a, lo, hi in zip(
+            d["cal_accuracy"], d["cal_accuracy_ci_low"], d["cal_accuracy_ci_high"])],
+        "cal. F1 [CI]": [_ci(a, lo, hi) for a, lo, hi in zip(
+            d["cal_f1"], d["cal_f1_ci_low"], d["cal_f1_ci_high"])],
+        "cal. % yes": d["cal_pct_pred_yes"].map(lambda v: _num(v, 1))})
+    return ("Calibrated, whichever way a model leans (docs/twentyq.md): AUROC of the log-odds "
+            "log p(yes) − log p(no) against the gold label (ties count half; 0.5 = chance), and "
+            f"accuracy and F1 in % at a threshold on the log-odds cross-fitted over {folds} folds (each "
+            "fold predicted with the threshold that maximises accuracy on the others); "
+            f"{level} percentile bootstrap intervals over items.\n\n" + markdown_table(show))
 
 
 AUDIT_COLUMNS = {"audit": "audit", "n_train": "train items", "n_test": "test items",

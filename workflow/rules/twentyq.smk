@@ -148,6 +148,7 @@ rule twentyq_summary:
     params:
         models=TQ_MODELS,
         variant=TQ["scoring"]["figure_variant"],
+        calibrated=pick(TQ["scoring"], "calibration", "bootstrap"),
     log:
         "logs/twentyq/{yesno}summary.log",
     threads: 1

@@ -5,6 +5,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
+from ..bootstrap import interval, resamples
+
 CATEGORIES = ("physical", "social", "numerical", "temporal", "spatial")
 ACC_COLUMNS = ["model", "dataset", "variant", "subset", "category", "n", "accuracy", "ci_low",
                "ci_high"]
@@ -17,14 +19,8 @@ def bootstrap_ci(correct, n_boot: int = 10000, seed: int = 0, level: float = 0.9
     x = np.asarray(correct, dtype=float)
     if len(x) == 0:
         return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    step = max(1, 2_000_000 // len(x))
-    for s in range(0, n_boot, step):
-        k = min(step, n_boot - s)
-        means[s:s + k] = x[rng.integers(0, len(x), size=(k, len(x)))].mean(axis=1)
-    a = (1 - level) / 2
-    return float(x.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+    means = np.concatenate([x[idx].mean(axis=1) for idx in resamples(len(x), n_boot, seed)])
+    return (float(x.mean()), *interval(means, level))
 
 
 def mcnemar_exact(orig_correct, transf_correct) -> tuple[int, int, float]:
