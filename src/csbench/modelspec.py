@@ -120,7 +120,7 @@ class ModelSpec:
         if self.kind == "hub":
             return HUB_PREFIX + self.ref
         if self.kind == "pypi":
-            return "pypi:" + "+".join(p.wheel for p in self.parts)
+            return "pypi:" + _wheels_label(self.parts)
         if self.kind == "gguf":
             return "gguf:" + self.ref
         if self.kind == "openai":
@@ -140,6 +140,27 @@ class ModelSpec:
         if self.served:
             d.update(dict(self.served))  # base_url, model, api_key_env (a name, never a key)
         return d
+
+
+_NUMBERED = re.compile(r"^(.*\D)(\d+)$")
+
+
+def _wheels_label(parts: tuple[Part, ...]) -> str:
+    """The wheels of a spec in one short string: ``name-part{1..22}==0.2.0`` when they are one
+    name numbered consecutively (zero-padding kept: ``{001..005}``) at one version, else each
+    ``package==version`` joined with ``+``. (A label goes into every row of a model's tables.)"""
+    joined = "+".join(p.wheel for p in parts)
+    hits = [_NUMBERED.match(p.package) for p in parts]
+    if len(parts) < 2 or not all(hits):
+        return joined
+    digits = [h.group(2) for h in hits]
+    same = {(h.group(1), p.version) for h, p in zip(hits, parts)}
+    padded = {len(d) for d in digits} == {len(digits[0])}
+    if (len(same) == 1 and [int(d) for d in digits] == list(range(int(digits[0]),
+                                                                    int(digits[0]) + len(parts)))
+            and (padded or not any(d.startswith("0") for d in digits))):
+        return f"{hits[0].group(1)}{{{digits[0]}..{digits[-1]}}}=={parts[0].version}"
+    return joined
 
 
 def _looks_like_path(s: str) -> bool:

@@ -15,7 +15,9 @@ rule materialise_model:
     # also under a profile that retries jobs (profiles/slurm: retries: 1)
     retries: 0
     resources:
-        mem_mb=8000,
+        # GGUF conversion holds the fp32 model and the mapped GGUF file: Qwen2.5-Coder-1.5B
+        # (1.1 GB Q4_K_M -> 7.1 GB fp32) peaked at 9.1 GB resident (docs/models.md)
+        mem_mb=12000,
     conda:
         "../../envs/lm.yaml"
     script:
