@@ -8,7 +8,9 @@ ranked lists under every cut policy (``keep``, ``drop``, ``complete_words``:
 ``csbench.protoqa.baseline.rank_answers``) from the same samples and scores them (Max
 Answers@k / Max Incorrect@k; exact and WordNet matching, plus embedding with ``--encoder``).
 Reported: the share of cut samples (all, per question), the figures per policy and how many
-list entries came from cut samples.
+list entries came from cut samples. ``--chat``: the prompts in the model's chat template (the
+completion prompt as the user's message; needs ``csbench.lm.prompt``, the ``lm.chat_template``
+setting), for the raw-prompt vs chat-prompt comparison.
 
     nice -n 5 .venv/bin/python bench/protoqa_cut.py \\
         --model-dir resources/models/smollm2-135m --dtype bfloat16 \\
@@ -41,6 +43,11 @@ def sample_all(args, questions, qids) -> dict:
     torch.set_num_threads(args.threads)
     prompts = [question_to_prompt(questions[q].question) for q in qids]
     model, tokenizer = load_causal_lm(args.model_dir, "cpu", args.dtype)
+    if args.chat:   # the prompt as the user's message in the model's chat template
+        from csbench.lm.prompt import Formatter, PromptFormat   # the chat-template setting's
+
+        fmt = Formatter(PromptFormat(chat=True), tokenizer, str(args.model_dir))
+        prompts = [fmt.text(p) for p in prompts]
     stats, texts, cut = Counter(), [], []
     t, c = time.perf_counter(), time.process_time()
     # blocks of questions (a question's samples do not depend on the others), so that a run
@@ -57,7 +64,7 @@ def sample_all(args, questions, qids) -> dict:
                                     stats=one, cut=cut, workers=args.threads)
         stats.update(one)
     run = {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c, **stats,
-           "dtype": args.dtype, "threads": args.threads, "model_dir": str(args.model_dir),
+           "prompt_format": "chat" if args.chat else "raw", "dtype": args.dtype, "threads": args.threads, "model_dir": str(args.model_dir),
            "settings": {k: getattr(args, k) for k in ("num_samples", "max_new_tokens",
                                                       "temperature", "top_p", "seed", "chunk")}}
     return {"run": run, "questions": {q: {"prompt": p, "samples": s, "cut": k}
@@ -81,6 +88,9 @@ def main():
     ap.add_argument("--block", type=int, default=4, help="questions per sampling call")
     ap.add_argument("--max-minutes", type=float, default=10.0,
                     help="start no sampling block after this many minutes")
+    ap.add_argument("--chat", action="store_true",
+                    help="chat prompt: each completion prompt as the user message of the model's "
+                         "chat template (csbench.lm.prompt, the lm.chat_template setting)")
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--similarities", default="exact,wordnet")
     ap.add_argument("--encoder", default=None, help="embedding matching with this encoder")

@@ -48,14 +48,15 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
             pq[f"{sim}/{system}"] = [0.1 * (k + 1) for k in range(len(pq["metric"]))]
     if compute:  # protoqa_summary: the sampling baselines' provenance rows below the metrics,
         # then their sampling rows (a chat-prompt variant of m1 is a model of its own)
-        sampling = {"gen-m1": ["1500", "0.2340", "complete_words"],
-                    "gen-m1-chat": ["1500", "0.0127", "complete_words"]}
-        pq["metric"] += [*prov, "samples", "samples_cut_share", "cut_policy"]
+        # (the prompt_format row: as the summary records it with the chat-template setting)
+        sampling = {"gen-m1": ["raw", "1500", "0.2340", "complete_words"],
+                    "gen-m1-chat": ["chat", "1500", "0.0127", "complete_words"]}
+        pq["metric"] += [*prov, "prompt_format", "samples", "samples_cut_share", "cut_policy"]
         for col in pq:
             if col != "metric":
                 gen = col.partition("/")[2]
                 pq[col] += [str(v) if gen in sampling else "" for v in prov.values()]
-                pq[col] += sampling.get(gen, ["", "", ""])
+                pq[col] += sampling.get(gen, ["", "", "", ""])
     tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
            **prov} for m in ("m1", "m2") for v in R.VARIANTS]
     audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
@@ -148,9 +149,9 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
     assert pq.system.tolist()[:4] == ["gpt2finetuned", "human", "gen-m1", "gen-m1-chat"]
     # the samples cut by the token budget, one row per model (the chat variant beside it)
-    assert ("| model | samples | cut by max_new_tokens | cut policy |\n|---|---|---|---|\n"
-            "| m1 | 1500 | 23.4% | complete_words |\n| m1-chat | 1500 | 1.3% | complete_words |"
-            ) in md
+    assert ("| model | prompt | samples | cut by max_new_tokens | cut policy |\n"
+            "|---|---|---|---|---|\n| m1 | raw | 1500 | 23.4% | complete_words |\n"
+            "| m1-chat | chat | 1500 | 1.3% | complete_words |") in md
     # the Models table: one row per model and table, with what computed it
     models = md[md.index("## Models"):]
     for row in ("| m1 | WinoWhat | pypi:x==1 | Q4 | False | cpu | bfloat16 |",

@@ -321,16 +321,17 @@ PQ_SAMPLING_ROWS = ("samples", "samples_cut_share", "cut_policy")  # csbench.pro
 
 def protoqa_sampling(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per sampling baseline (model name, so a chat-prompt variant of a model is a row of
-    its own): samples drawn, the share that ``max_new_tokens`` cut, the cut policy (empty for a
-    summary written before these rows existed)."""
+    its own, beside the raw-prompt one): its prompt format where the summary records one
+    (``prompt_format`` row), samples drawn, the share that ``max_new_tokens`` cut, the cut policy
+    (empty for a summary written before these rows existed)."""
     s = summary.set_index("metric")
+    keys = ("prompt_format", *PQ_SAMPLING_ROWS)
     rows = {}
     for col in s.columns:
         system = col.partition("/")[2].removesuffix(" (random weights)")
         if system.startswith("gen-") and system[4:] not in rows:
-            rows[system[4:]] = {"model": system[4:], **{r: s[col].get(r, "")
-                                                        for r in PQ_SAMPLING_ROWS}}
-    return pd.DataFrame(list(rows.values()), columns=["model", *PQ_SAMPLING_ROWS])
+            rows[system[4:]] = {"model": system[4:], **{r: s[col].get(r, "") for r in keys}}
+    return pd.DataFrame(list(rows.values()), columns=["model", *keys])
 
 
 def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
@@ -347,11 +348,14 @@ def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
         return f"{100 * float(v):.1f}%" if v else "not recorded"
 
     show = pd.DataFrame({"model": sampling["model"],
+                         "prompt": [text(v) for v in sampling["prompt_format"]],
                          "samples": [text(v) or "not recorded" for v in sampling["samples"]],
                          "cut by max_new_tokens": [share(v) for v in
                                                    sampling["samples_cut_share"]],
                          "cut policy": [text(v) or "not recorded"
                                         for v in sampling["cut_policy"]]})
+    if not any(show["prompt"]):            # no prompt format recorded
+        show = show.drop(columns=["prompt"])
     return ("Samples of the sampling baselines: each stops at its first sentence end or the end "
             "of sequence; one that reaches `max_new_tokens` first is cut by the token budget "
             "(possibly mid-answer or mid-word), and `protoqa.generation.cut_policy` says what "
