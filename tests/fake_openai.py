@@ -156,8 +156,12 @@ class FakeServer:
                 n = int(body.get("n", 1)) if fake.honour_n else 1
                 seed = int(body.get("seed", 0))
                 texts = [f" answer{(seed + i) % 7}. more\nnext" for i in range(n)]
-                return self._send(200, {"choices": [{"index": i, "text": t, "logprobs": None}
-                                                    for i, t in enumerate(texts)]})
+                choices = []
+                for i, t in enumerate(texts):  # cut at the first stop string, as servers do
+                    at = min((t.index(s) for s in body.get("stop") or () if s in t), default=-1)
+                    choices.append({"index": i, "text": t if at < 0 else t[:at], "logprobs": None,
+                                    "finish_reason": "length" if at < 0 else "stop"})
+                return self._send(200, {"choices": choices})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True

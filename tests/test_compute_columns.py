@@ -44,10 +44,11 @@ def run_script(name: str, tmp_path, monkeypatch, input: Files, output: Files, pa
                    init_globals={"snakemake": job}, run_name="__main__")
 
 
-def _meta(path: Path, model: str, **compute) -> str:
+def _meta(path: Path, model: str, samples: dict | None = None, **compute) -> str:
     cols = {"random_model": False, "model_source": f"pypi:{model}==1", "model_sha256": "ab",
             "model_quant": "Q4_1", **compute}
-    path.write_text(json.dumps({"model": model, **cols, "provenance": {}, "settings": {}}))
+    path.write_text(json.dumps({"model": model, **cols, "provenance": {}, "settings": {},
+                                **(samples or {})}))
     return str(path)
 
 
@@ -65,17 +66,24 @@ def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatc
 
     keys = [("human", "exact"), ("gen-a", "exact"), ("gen-b", "exact")]
     evals = [_eval(tmp_path / f"{s}.tsv", 0.25 * (i + 1)) for i, (s, _) in enumerate(keys)]
-    metas = [_meta(tmp_path / "a.json", "a", compute_device="cpu", compute_dtype="bfloat16"),
+    metas = [_meta(tmp_path / "a.json", "a", {"samples": 600, "samples_cut": 45},
+                   compute_device="cpu", compute_dtype="bfloat16"),
              _meta(tmp_path / "b.json", "b", compute_device="served", compute_dtype="served")]
     out = tmp_path / "summary.tsv"
     run_script("protoqa_summary", tmp_path, monkeypatch, Files(evals=evals, meta=metas),
-               Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"]})
+               Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"], "cut_policy": "drop"})
     text = out.read_text()
     assert "max_answers@1\t0.5000\t0.7500\t0.2500" in text  # gen-a, gen-b, human: 4 decimals
     summary = R.read_table(out)
     assert summary.columns.tolist() == ["metric", "exact/gen-a", "exact/gen-b", "exact/human"]
     prov = summary.set_index("metric")
     assert prov.loc["compute_dtype"].fillna("").tolist() == ["bfloat16", "served", ""]
+    # the sampling rows: b's meta.json was written before they were recorded (empty)
+    assert prov.loc["samples"].fillna("").tolist() == ["600", "", ""]
+    assert prov.loc["samples_cut_share"].fillna("").tolist() == ["0.0750", "", ""]
+    assert prov.loc["cut_policy"].fillna("").tolist() == ["drop", "drop", ""]
+    assert R.protoqa_sampling(summary).fillna("").values.tolist() == \
+        [["a", "", "600", "0.0750", "drop"], ["b", "", "", "", "drop"]]
     table = R.protoqa_table(summary)   # RESULTS.md reads the metrics as numbers, as before
     assert table.set_index("system").loc["gen-a", "max_answers@1"] == 0.5
     models = R.protoqa_models(summary)
@@ -85,7 +93,8 @@ def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatc
     old = _meta(tmp_path / "old.json", "a")
     with pytest.raises(InputError) as exc:
         run_script("protoqa_summary", tmp_path, monkeypatch, Files(evals=evals, meta=[old, metas[1]]),
-                   Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"]})
+                   Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"],
+                                     "cut_policy": "drop"})
     assert "old.json" in str(exc.value) and "compute_device" in str(exc.value) \
         and "--forcerun" in str(exc.value)
 

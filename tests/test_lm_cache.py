@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from csbench.lm import open_scorer
-from csbench.lm.cache import ScoreCache, request_fingerprint, score_checksum
+from csbench.lm.cache import ScoreCache, request_fingerprint, samples_checksum, score_checksum
 
 REQS = [("The cat sat on the", " mat."), ("The cat sat on the", " hat"),
         ("Alice thanked Bob because", " he helped her."), ("Question: alive? Answer:", " yes")]
@@ -111,6 +111,24 @@ def test_tampered_samples_are_a_miss(tmp_path):
     assert c.get_samples("req") is None and c.rejected == 1
     c.put_samples("req", ["one", "two"])
     assert c.get_samples("req") == ["one", "two"]
+
+
+def test_samples_with_cut_flags(tmp_path):
+    """Texts stored with their cut flags come back with them; a row stored without them has
+    flags None; malformed flags are a miss."""
+    c = ScoreCache(tmp_path, "m")
+    c.put_samples("old", ["one", "two"])
+    c.put_samples("new", ["one", "two"], [True, False])
+    assert c.get_samples("old", with_cut=True) == (["one", "two"], None)
+    assert c.get_samples("new", with_cut=True) == (["one", "two"], [True, False])
+    assert c.get_samples("new") == ["one", "two"]
+    with pytest.raises(ValueError, match="malformed cut flags"):
+        c.put_samples("bad", ["one"], [True, False])
+    blob = '{"texts": ["one", "two"], "cut": [1, 0]}'
+    c.con.execute("UPDATE samples SET texts=?, checksum=? WHERE req='new'",
+                  (blob, samples_checksum("m", "new", blob)))
+    c.con.commit()
+    assert c.get_samples("new") is None and c.rejected == 1
 
 
 def test_truncated_cache_file_is_moved_aside_and_a_fresh_one_used(tiny_lm_dir, tmp_path,

@@ -175,6 +175,52 @@ def test_eos_ends_rows_and_chunks(gpt2):
     assert new == ref
 
 
+def test_cut_flags_mark_exactly_the_samples_the_budget_ended(gpt2):
+    """``cut``: per sample, whether max_new_tokens ended it. With one chunk per prompt the random
+    stream does not depend on the budget, so the same sample with a larger budget goes on
+    exactly when it was cut, and one that ended at EOS or a stop match is the same text. Many
+    EOS ids and a frequent stop pattern make all three endings occur."""
+    model, tok = gpt2
+    stop = re.compile("e")
+    kw = dict(temperature=0.69, top_p=0.9, seed=3, chunk=60, stop=stop)
+    old = model.generation_config.eos_token_id
+    model.generation_config.eos_token_id = list(range(300))
+    try:
+        cut, more = [], []
+        short = sample_completions(model, tok, PROMPTS[:2], 60, max_new_tokens=4, cut=cut, **kw)
+        longer = sample_completions(model, tok, PROMPTS[:2], 60, max_new_tokens=7, cut=more,
+                                    **kw)
+    finally:
+        model.generation_config.eos_token_id = old
+    assert [len(c) for c in cut] == [60, 60]
+    flat = [(s, c) for texts, flags in zip(short, cut) for s, c in zip(texts, flags)]
+    assert all(isinstance(c, bool) for _, c in flat)
+    for texts, long_texts, flags in zip(short, longer, cut):
+        assert flags == [t != u for t, u in zip(texts, long_texts)]
+    assert sum(c for _, c in flat) > 0                                     # cut by the budget
+    assert sum(not c and stop.search(s) is not None for s, c in flat) > 0  # at a stop match
+    assert sum(not c and stop.search(s) is None for s, c in flat) > 0      # at EOS
+    assert not any(c and stop.search(s) for s, c in flat)
+
+
+def test_cut_flags_across_chunks_and_workers(gpt2):
+    """Several chunks decoded together, prompts in workers: the flags are the same, and a cut
+    sample holds no stop match."""
+    model, tok = gpt2
+    stop = re.compile("[ae]")
+    runs = []
+    for workers in (1, 2):
+        cut = []
+        texts = sample_completions(model, tok, PROMPTS, 9, chunk=4, max_new_tokens=3, stop=stop,
+                                   cut=cut, workers=workers, **{k: v for k, v in KW.items()
+                                                                if k != "max_new_tokens"})
+        runs.append((texts, cut))
+    assert runs[0] == runs[1]
+    texts, cut = runs[0]
+    assert 0 < sum(map(sum, cut)) < 27
+    assert all(stop.search(t) is None for ts, cs in zip(texts, cut) for t, c in zip(ts, cs) if c)
+
+
 def test_last_position_logits_only(models):
     """The output layer sees the last position only, in the prefill and in every step, and the
     model is asked for logits_to_keep=1 (Gemma-3's 262k-entry vocabulary makes the head costly)."""

@@ -212,6 +212,70 @@ def test_sampling_with_or_without_n_is_cached(tmp_path, honour_n):
         assert fake.completions == sent + 1  # the start-of-job probe only
 
 
+def test_sampling_reports_the_samples_max_tokens_cut(tmp_path):
+    """``cut``: finish_reason "length" with no stop string in the text (one cut here, past the
+    four sent); cached with the texts; a cached entry without the flags is asked again; a
+    server that gives no finish_reason is refused when the flags are wanted."""
+    with FakeServer() as fake:
+        d = served_dir(tmp_path, fake.base_url)
+        kw = dict(lm={"served": FAST}, cache_dir=tmp_path / "cache", max_new_tokens=5, seed=3)
+        cut = []
+        got = sample(d, ["Name a fruit:"], 3, stop=["zz"], cut=cut, **kw)
+        assert cut == [[True, True, True]] and got[0][0].startswith(" answer")
+        cut = []
+        got = sample(d, ["Name a fruit:"], 3, stop=["\n", "zz1", "zz2", "zz3", "more"], cut=cut,
+                     **kw)
+        assert cut == [[False, False, False]]   # "\n" sent and cut there; "more" cut here
+        sent = fake.completions
+        again = []
+        assert sample(d, ["Name a fruit:"], 3, stop=["\n", "zz1", "zz2", "zz3", "more"],
+                      cut=again, **kw) == got and again == cut
+        assert fake.completions == sent + 1     # the start-of-job probe only
+        # entries cached before the flags existed: texts only, asked again when flags are wanted
+        import sqlite3
+
+        from csbench.lm.cache import samples_checksum
+
+        for f in (tmp_path / "cache").rglob("*"):
+            if f.is_file() and f.suffix not in (".lock",) and f.read_bytes()[:6] == b"SQLite":
+                con = sqlite3.connect(f)
+                for model, req, texts in con.execute("SELECT model, req, texts FROM samples")\
+                        .fetchall():
+                    old = json.dumps(json.loads(texts)["texts"])
+                    con.execute("UPDATE samples SET texts=?, checksum=? WHERE model=? AND req=?",
+                                (old, samples_checksum(model, req, old), model, req))
+                con.commit()
+                con.close()
+        sent = fake.completions
+        assert sample(d, ["Name a fruit:"], 3, stop=["\n", "zz1", "zz2", "zz3", "more"],
+                      **kw) == got
+        assert fake.completions == sent + 1     # texts only wanted: the old entry serves
+        again = []
+        assert sample(d, ["Name a fruit:"], 3, stop=["\n", "zz1", "zz2", "zz3", "more"],
+                      cut=again, **kw) == got and again == cut
+        assert fake.completions > sent + 2      # asked again for the flags
+
+
+def test_sampling_without_finish_reason_is_refused_when_cut_is_wanted(tmp_path, monkeypatch):
+    from csbench.lm import served
+
+    real = served.ServedScorer._request
+
+    def no_reason(self, path, body=None):
+        got = real(self, path, body)
+        for c in got.get("choices") or []:
+            c.pop("finish_reason", None)
+        return got
+
+    monkeypatch.setattr(served.ServedScorer, "_request", no_reason)
+    with FakeServer() as fake:
+        d = served_dir(tmp_path, fake.base_url)
+        kw = dict(lm={"served": FAST}, cache_dir=tmp_path / "cache", max_new_tokens=5, seed=3)
+        assert len(sample(d, ["Name a fruit:"], 2, **kw)[0]) == 2      # no flags wanted: fine
+        with pytest.raises(ServedError, match=r"finish_reason is None, not 'stop' or 'length'"):
+            sample(d, ["Name a fruit:"], 2, cut=[], **kw)
+
+
 def test_more_than_four_stop_strings_all_cut(tmp_path):
     """The API takes at most 4 stop strings; the others still cut the text (nothing dropped)."""
     with FakeServer() as fake:

@@ -55,3 +55,85 @@ def test_prompt_past_the_window_is_refused_naming_the_question(tiny_lm_dir):
     long = question_to_prompt("name something " + "very " * 600 + "big.")
     with pytest.raises(RequestError, match=r"prompt 1 \(question q2\) 'One thing very very"):
         sample(tiny_lm_dir, [prompts[0], long], 2, max_new_tokens=4, **kw)
+
+
+def test_cut_policies_on_hand_made_samples():
+    """keep: as today; drop: cut samples give no answer; complete_words: a cut sample loses its
+    last word unless its text ends after it, and one left empty gives no answer."""
+    from csbench.protoqa.baseline import CUT_POLICIES, sample_answer
+
+    samples = [(" a sword.", False), (" a sword", False), (" to fill up their air fres", True),
+               (" a sword, a sh", True), (" a smartphone,", True), (" pizza", True),
+               (" a sword ", True), ("", True)]
+    want = {
+        "keep": ["a sword", "a sword", "to fill up their air fres", "a sword a sh",
+                 "a smartphone", "pizza", "a sword", ""],
+        "drop": ["a sword", "a sword", "", "", "", "", "", ""],
+        "complete_words": ["a sword", "a sword", "to fill up their air", "a sword a",
+                           "a smartphone", "", "a sword", ""],
+    }
+    assert set(want) == set(CUT_POLICIES)
+    for policy, answers in want.items():
+        assert [sample_answer(t, c, policy) for t, c in samples] == answers, policy
+    texts, cut = [t for t, _ in samples], [c for _, c in samples]
+    assert rank_answers(texts, 3, cut, "keep") == ["a sword", "to fill up their air fres",
+                                                   "a sword a sh"]
+    assert rank_answers(texts, 3, cut, "drop") == ["a sword"]
+    assert rank_answers(texts, 3, cut, "complete_words") == ["a sword", "to fill up their air",
+                                                             "a sword a"]
+    assert rank_answers(texts, 3) == rank_answers(texts, 3, cut, "keep")   # the former lists
+    with pytest.raises(ValueError, match="cut policy must be one of keep, drop, complete_words"):
+        sample_answer("x", True, "trim")
+    with pytest.raises(ValueError, match="2 samples but 1 cut flags"):
+        rank_answers(["a", "b"], 3, [True])
+
+
+def test_samples_table_and_ranked_lists():
+    """The generated table keeps every sample with its question id, index and cut flag; the
+    ranked lists come from it, questions in order, under each policy."""
+    from csbench.protoqa.baseline import ranked_lists, samples_table
+
+    df = samples_table("m", ["q2", "q1"], [[" tea.", " te"], [" milk", " milk."]],
+                       [[False, True], [True, False]])
+    assert list(df.columns) == ["model", "question_id", "sample", "text", "cut"]
+    assert df["cut"].dtype == bool and df["sample"].tolist() == [0, 1, 0, 1]
+    assert ranked_lists(df, 5, "keep") == {"q2": ["tea", "te"], "q1": ["milk"]}
+    assert ranked_lists(df, 5, "drop") == {"q2": ["tea"], "q1": ["milk"]}
+    assert ranked_lists(df.iloc[::-1], 5, "complete_words") == {"q1": ["milk"], "q2": ["tea"]}
+    with pytest.raises(ValueError, match="question q1: 1 samples but 2 cut flags"):
+        samples_table("m", ["q1"], [["a"]], [[True, False]])
+
+
+def test_rank_job_applies_the_cut_policy_to_the_stored_samples(tmp_path, monkeypatch):
+    """protoqa_rank builds the ranked lists from protoqa_generate's samples table (checked to be
+    the model's), so changing the policy never samples again."""
+    import json
+
+    from test_compute_columns import Files, run_script
+
+    from csbench.errors import InputError
+    from csbench.io import write_parquet
+    from csbench.protoqa.baseline import samples_table
+    from csbench.provenance import SERVED_COMPUTE, stamp
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    table = samples_table("m", ["q1", "q2"], [[" a sword.", " a sword", " to fill up their air"
+                                               " fres"], [" tea", " tea."]],
+                          [[False, False, True], [True, False]])
+    samples = tmp_path / "samples.parquet"
+    write_parquet(stamp(table, model_dir, SERVED_COMPUTE), samples)
+    got = {}
+    for policy in ("keep", "drop", "complete_words"):
+        out = tmp_path / f"{policy}.json"
+        run_script("protoqa_rank", tmp_path, monkeypatch, Files(samples=str(samples)),
+                   Files(ranked=str(out)), {"top": 5, "cut_policy": policy},
+                   wildcards={"model": "m"})
+        got[policy] = json.loads(out.read_text())
+    assert got["keep"] == {"q1": ["a sword", "to fill up their air fres"], "q2": ["tea"]}
+    assert got["drop"] == {"q1": ["a sword"], "q2": ["tea"]}
+    assert got["complete_words"] == {"q1": ["a sword", "to fill up their air"], "q2": ["tea"]}
+    with pytest.raises(InputError, match="not only of other"):
+        run_script("protoqa_rank", tmp_path, monkeypatch, Files(samples=str(samples)),
+                   Files(ranked=str(tmp_path / "x.json")), {"top": 5, "cut_policy": "drop"},
+                   wildcards={"model": "other"})

@@ -44,13 +44,19 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
            for m in ("m1", "m2") for s in ("all", "in_original_experiment")]
     pq = {"metric": list(R.PQ_METRICS) + ["max_answers@all"]}
     for sim in ("exact", "wordnet"):
-        for system in ("gpt2finetuned", "human", "gen-m1"):
+        for system in ("gpt2finetuned", "human", "gen-m1", "gen-m1-chat"):
             pq[f"{sim}/{system}"] = [0.1 * (k + 1) for k in range(len(pq["metric"]))]
-    if compute:  # protoqa_summary: the sampling baselines' provenance rows below the metrics
-        pq["metric"] += [*prov]
+    if compute:  # protoqa_summary: the sampling baselines' provenance rows below the metrics,
+        # then their sampling rows (a chat-prompt variant of m1 is a model of its own)
+        # (the prompt_format row: as the summary records it with the chat-template setting)
+        sampling = {"gen-m1": ["raw", "1500", "0.2340", "complete_words"],
+                    "gen-m1-chat": ["chat", "1500", "0.0127", "complete_words"]}
+        pq["metric"] += [*prov, "prompt_format", "samples", "samples_cut_share", "cut_policy"]
         for col in pq:
             if col != "metric":
-                pq[col] += [str(v) if col.endswith("gen-m1") else "" for v in prov.values()]
+                gen = col.partition("/")[2]
+                pq[col] += [str(v) if gen in sampling else "" for v in prov.values()]
+                pq[col] += sampling.get(gen, ["", "", "", ""])
     cal = {"auroc": 0.65, "auroc_ci_low": 0.6, "auroc_ci_high": 0.7, "cal_accuracy": 0.6,
            "cal_accuracy_ci_low": 0.55, "cal_accuracy_ci_high": 0.65, "cal_f1": 0.62, "cal_f1_ci_low": 0.5,
            "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
@@ -146,8 +152,13 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     cats = pd.read_csv(a["winowhat_categories"], sep="\t")
     assert cats.loc[(cats.model == "m1") & (cats.category == "all"), "difference"].round(4).item() == -0.02
     pq = pd.read_csv(a["protoqa"], sep="\t")  # the provenance rows stay out of the metrics
-    assert set(pq.columns) == {"similarity", "system", *R.PQ_METRICS} and len(pq) == 6
+    assert set(pq.columns) == {"similarity", "system", *R.PQ_METRICS} and len(pq) == 8
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
+    assert pq.system.tolist()[:4] == ["gpt2finetuned", "human", "gen-m1", "gen-m1-chat"]
+    # the samples cut by the token budget, one row per model (the chat variant beside it)
+    assert ("| model | prompt | samples | cut by max_new_tokens | cut policy |\n"
+            "|---|---|---|---|---|\n| m1 | raw | 1500 | 23.4% | complete_words |\n"
+            "| m1-chat | chat | 1500 | 1.3% | complete_words |") in md
     # the Models table: one row per model and table, with what computed it
     models = md[md.index("## Models"):]
     for row in ("| m1 | WinoWhat | pypi:x==1 | Q4 | False | cpu | bfloat16 |",
@@ -167,6 +178,7 @@ def test_tables_written_before_the_compute_columns_say_not_recorded(tmp_path):
     models = md[md.index("## Models"):]
     assert "| m1 | WinoWhat | pypi:x==1 | Q4 | False | not recorded | not recorded |" in models
     assert "| m1 | ProtoQA sampling |  |  |  | not recorded | not recorded |" in models
+    assert "| m1 | not recorded | not recorded | not recorded |" in md   # no sampling rows
 
 
 def test_tasks_not_configured_are_skipped_with_a_line(tmp_path):

@@ -316,6 +316,53 @@ def protoqa_models(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
+PQ_SAMPLING_ROWS = ("samples", "samples_cut_share", "cut_policy")  # csbench.protoqa.SAMPLING_ROWS
+
+
+def protoqa_sampling(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per sampling baseline (model name, so a chat-prompt variant of a model is a row of
+    its own, beside the raw-prompt one): its prompt format where the summary records one
+    (``prompt_format`` row), samples drawn, the share that ``max_new_tokens`` cut, the cut policy
+    (empty for a summary written before these rows existed)."""
+    s = summary.set_index("metric")
+    keys = ("prompt_format", *PQ_SAMPLING_ROWS)
+    rows = {}
+    for col in s.columns:
+        system = col.partition("/")[2].removesuffix(" (random weights)")
+        if system.startswith("gen-") and system[4:] not in rows:
+            rows[system[4:]] = {"model": system[4:], **{r: s[col].get(r, "") for r in keys}}
+    return pd.DataFrame(list(rows.values()), columns=["model", *keys])
+
+
+def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
+    if sampling.empty:
+        return ""
+
+    def text(v) -> str:
+        if isinstance(v, float):
+            return "" if math.isnan(v) else f"{v:g}"
+        return "" if v is None else str(v)
+
+    def share(v) -> str:
+        v = text(v)
+        return f"{100 * float(v):.1f}%" if v else "not recorded"
+
+    show = pd.DataFrame({"model": sampling["model"],
+                         "prompt": [text(v) for v in sampling["prompt_format"]],
+                         "samples": [text(v) or "not recorded" for v in sampling["samples"]],
+                         "cut by max_new_tokens": [share(v) for v in
+                                                   sampling["samples_cut_share"]],
+                         "cut policy": [text(v) or "not recorded"
+                                        for v in sampling["cut_policy"]]})
+    if not any(show["prompt"]):            # no prompt format recorded
+        show = show.drop(columns=["prompt"])
+    return ("Samples of the sampling baselines: each stops at its first sentence end or the end "
+            "of sequence; one that reaches `max_new_tokens` first is cut by the token budget "
+            "(possibly mid-answer or mid-word), and `protoqa.generation.cut_policy` says what "
+            "the ranked list did with it (`keep`, `drop`, or its `complete_words`):\n\n"
+            + markdown_table(show))
+
+
 def protoqa_markdown(table: pd.DataFrame) -> str:
     parts = ["The paper's layout: Max Answers@k and Max Incorrect@k in %, one table per answer "
              "matching (exact string, WordNet, embedding), the release's prediction files next to "
@@ -655,6 +702,9 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
             seen.append(("ProtoQA sampling", protoqa_models(summary)))
             _tsv(t, outputs["protoqa"])
             body.append(protoqa_markdown(t))
+            sampling = protoqa_sampling_markdown(protoqa_sampling(summary))
+            if sampling:
+                body.append(sampling)
         elif task == "twentyq":
             if ins.get("metrics"):
                 t = twentyq_table(ins["metrics"])

@@ -20,12 +20,13 @@ rule protoqa_generate:
         questions=data_table("protoqa", PQ["targets"]),
         model=lambda wc: model_dir(wc.model),
     output:
-        ranked=f"{PROTOQA}/generated/{{model}}/ranked.json",
+        samples=f"{PROTOQA}/generated/{{model}}/samples.parquet",
         meta=f"{PROTOQA}/generated/{{model}}/meta.json",
     params:
-        # not `enabled` / `models` (which jobs exist); `chunk` is part of the random stream
-        gen=pick(PQ["generation"], "num_samples", "temperature", "top_p", "max_new_tokens", "top",
-                 "seed", "chunk"),
+        # not `enabled` / `models` (which jobs exist), not `top` / `cut_policy` (protoqa_rank's);
+        # `chunk` is part of the random stream
+        gen=pick(PQ["generation"], "num_samples", "temperature", "top_p", "max_new_tokens", "seed",
+                 "chunk"),
         lm=lambda wc: lm_result(wc.model),
     log:
         "logs/protoqa/generated/{model}.log",
@@ -39,6 +40,28 @@ rule protoqa_generate:
         "../../envs/lm.yaml"
     script:
         "../scripts/protoqa_generate.py"
+
+
+# The ranked list from the samples: what to do with samples cut by the token budget is decided
+# here, so changing it (or the list length) never samples again.
+rule protoqa_rank:
+    input:
+        samples=f"{PROTOQA}/generated/{{model}}/samples.parquet",
+    output:
+        ranked=f"{PROTOQA}/generated/{{model}}/ranked.json",
+    params:
+        top=PQ["generation"]["top"],
+        cut_policy=PQ["generation"]["cut_policy"],
+    log:
+        "logs/protoqa/generated/{model}.rank.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/protoqa_rank.py"
 
 
 # One job per (predictions file, similarity): scoring a file needs only that file (and, for the
@@ -102,6 +125,7 @@ rule protoqa_summary:
     params:
         eval_keys=list(PQ_EVAL),
         gen_models=PQ_GEN_MODELS,
+        cut_policy=PQ["generation"]["cut_policy"],
     log:
         "logs/protoqa/summary.log",
     threads: 1

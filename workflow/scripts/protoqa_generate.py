@@ -1,20 +1,23 @@
-"""Sampling baseline: prompts from questions, N nucleus samples each, top answers by frequency."""
+"""Sampling baseline: prompts from questions, N nucleus samples each, kept with whether the token
+budget cut them (protoqa_rank builds the ranked lists from them)."""
 import time
 
-from csbench.io import write_json
+from csbench.io import write_json, write_parquet
 from csbench.lm.backend import lm_cache_dir, sample, served_spec
 from csbench.logs import snakemake_logger
 from csbench.models import compute_columns
 from csbench.provenance import SERVED_COMPUTE, provenance, stamp
-from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
+from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, samples_table
 from csbench.protoqa.data import load_questions
 
 log = snakemake_logger(snakemake)
 g = snakemake.params.gen
+model = snakemake.wildcards.model
 questions = load_questions(snakemake.input.questions)
 qids = list(questions)
 prompts = [question_to_prompt(questions[q].question) for q in qids]
 start = time.time()
+cut = []  # per question, per sample: whether max_new_tokens ended it
 # params.lm: the lm settings the samples depend on (the rerun trigger); the rest of lm and the
 # cache location cannot change a sample: read from the config
 samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or served model
@@ -22,17 +25,21 @@ samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or s
                  names=[f"question {q}" for q in qids],  # named if its prompt is too long
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],
-                 stop=SENTENCE_ENDS)  # each sample stops at its first sentence end
-ranked = {q: rank_answers(s, g["top"]) for q, s in zip(qids, samples)}
+                 stop=SENTENCE_ENDS, cut=cut)  # each sample stops at its first sentence end
 lm = snakemake.config["lm"]  # what sampled: the device and dtype sample() loaded the model with
-columns = stamp({}, snakemake.input.model, SERVED_COMPUTE if served_spec(snakemake.input.model)
-                else compute_columns(lm["device"], lm["dtype"]))
-random_model = columns["random_model"]
-log.info("%d questions x %d samples in %.1fs%s", len(qids), g["num_samples"], time.time() - start,
-         " (RANDOM MODEL: outputs are meaningless)" if random_model else "")
-for q, p in list(zip(qids, prompts))[:3]:
-    log.info("%s: %r -> %s", q, p, ranked[q][:5])
-write_json(ranked, snakemake.output.ranked, indent=1)
-write_json({"model": snakemake.wildcards.model, **columns,  # the provenance columns
+compute = (SERVED_COMPUTE if served_spec(snakemake.input.model)
+           else compute_columns(lm["device"], lm["dtype"]))
+table = stamp(samples_table(model, qids, samples, cut), snakemake.input.model, compute)
+columns = stamp({}, snakemake.input.model, compute)
+n, n_cut = len(table), int(table["cut"].sum())
+log.info("%d questions x %d samples in %.1fs; %d samples (%.1f%%) cut by max_new_tokens %d%s",
+         len(qids), g["num_samples"], time.time() - start, n_cut, 100 * n_cut / max(n, 1),
+         g["max_new_tokens"],
+         " (RANDOM MODEL: outputs are meaningless)" if columns["random_model"] else "")
+for q, p, s in list(zip(qids, prompts, samples))[:3]:
+    log.info("%s: %r -> %s", q, p, s[:5])
+write_parquet(table, snakemake.output.samples)
+write_json({"model": model, **columns,  # the provenance columns
             "provenance": provenance(snakemake.input.model),
-            "prompts": dict(zip(qids, prompts)), "settings": g}, snakemake.output.meta, indent=1)
+            "prompts": dict(zip(qids, prompts)), "settings": g,
+            "samples": n, "samples_cut": n_cut}, snakemake.output.meta, indent=1)

@@ -36,7 +36,9 @@ no task constructs a backend itself::
     #    request; contexts cut to fit are counted in scorer.stats["truncated"] and logged.
 
     scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
-                    top_p=1.0, seed=0, stop=("\\n",), names=None)   # -> list[list[str]]
+                    top_p=1.0, seed=0, stop=("\\n",), names=None, cut=None)
+    # -> list[list[str]]; cut (a list): receives per prompt one bool per sample, whether
+    #    max_new_tokens ended it (no stop string, no end of sequence)
     scorer.compute()    # -> {"compute_device": "cpu" | "cuda:0" | "served",
                         #     "compute_dtype": "float32" | "bfloat16" | "float16" | "served"}:
                         #    what actually computed the scores (resolved device and dtype)
@@ -46,7 +48,8 @@ no task constructs a backend itself::
                         #    samples_cached, clamped_logprobs
 
     sample(model_dir, prompts, num_samples, lm=lm, cache_dir=cache_dir, max_new_tokens=20,
-           temperature=0.69, top_p=0.9, seed=0, chunk=100, stop=...)   # -> list[list[str]]
+           temperature=0.69, top_p=0.9, seed=0, chunk=100, stop=..., cut=None)
+    # -> list[list[str]]
     # ProtoQA's sampling: the local sampler (csbench.lm.generate, order-independent, seeded per
     # prompt) or the served model's completions
 

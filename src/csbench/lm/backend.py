@@ -52,12 +52,14 @@ def lm_settings(lm: dict | None) -> dict:
 
 
 def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_dir=None,
-           names=None, **kw) -> list[list[str]]:
+           names=None, cut: list | None = None, **kw) -> list[list[str]]:
     """Sampled completions (``num_samples`` per prompt) from a model directory: the local
     sampler (:func:`csbench.lm.generate.sample_from_dir`, given ``kw`` as they are) or the served
     model (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``; ``stop`` when it is a list of
     strings, else a newline; cached per request). ``names``: one name per prompt (e.g.
-    ``question <id>``) for error messages, such as a prompt that does not fit the window."""
+    ``question <id>``) for error messages, such as a prompt that does not fit the window.
+    ``cut`` (a list) receives per prompt one bool per sample: whether ``max_new_tokens`` ended
+    it, before any stop string and the end of sequence (served: ``finish_reason`` "length")."""
     lm = lm_settings(lm)
     spec = served_spec(model_dir)
     if spec is None:
@@ -65,7 +67,7 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
 
         kw.setdefault("device", lm["device"])
         kw.setdefault("dtype", lm["dtype"])
-        return sample_from_dir(model_dir, prompts, num_samples, names=names, **kw)
+        return sample_from_dir(model_dir, prompts, num_samples, names=names, cut=cut, **kw)
     stop = kw.get("stop")
     if not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop)):
         stop = ("\n",)  # a pattern (the local sampler's) cannot be sent: cut at a newline
@@ -73,7 +75,7 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
     return scorer.generate(prompts, max_new_tokens=kw.get("max_new_tokens", 16),
                            num_samples=num_samples, temperature=kw.get("temperature", 1.0),
                            top_p=kw.get("top_p", 1.0), seed=kw.get("seed", 0), stop=stop,
-                           names=names)
+                           names=names, cut=cut)
 
 
 def lm_cache_dir(config: dict) -> str:

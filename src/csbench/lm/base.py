@@ -79,7 +79,11 @@ class Scorer:
 
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
-                 stop=("\n",), names=None) -> list[list[str]]:  # pragma: no cover
+                 stop=("\n",), names=None,
+                 cut: list | None = None) -> list[list[str]]:  # pragma: no cover
+        """Sampled continuations per prompt, each cut at its first stop string; ``cut`` (a
+        list) receives per prompt one bool per sample: whether ``max_new_tokens`` ended it
+        (no stop string, no end of sequence)."""
         raise NotImplementedError
 
     def describe(self) -> str:

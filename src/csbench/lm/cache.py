@@ -1,7 +1,8 @@
 """The LM cache shared by every backend: one SQLite file per model key under ``cache_dir``.
 
 ``scores``: summed log-probability and token count per (model key, caller key, request hash);
-``samples``: the sampled texts per (model key, request hash) of a generation request. The model
+``samples``: the sampled texts per (model key, request hash) of a generation request (and, for
+rows written since issue 28, per text whether ``max_new_tokens`` ended it). The model
 key says which model answered: the local weights' fingerprint and dtype
 (:func:`model_fingerprint`), or a served endpoint and model name (:mod:`csbench.lm.served`). Rows
 are written as results arrive, so an interrupted run resumes where it stopped and a rerun sends
@@ -305,7 +306,9 @@ class ScoreCache:
         self._run(write)
 
     # ------------------------------------------------------------------ samples
-    def get_samples(self, req: str) -> list[str] | None:
+    def get_samples(self, req: str, with_cut: bool = False):
+        """The stored texts of request ``req`` (None: a miss); ``with_cut``: ``(texts, cut)``,
+        ``cut`` None for a row stored without the flags."""
         if self.refresh:
             return None
         row = self._run(lambda con: con.execute(
@@ -320,10 +323,15 @@ class ScoreCache:
         if why is not None:
             self._reject([(f"samples {req[:12]}", why)])
             return None
-        return list(json.loads(texts))
+        got = json.loads(texts)
+        texts, cut = (got["texts"], got["cut"]) if isinstance(got, dict) else (got, None)
+        return (list(texts), cut) if with_cut else list(texts)
 
-    def put_samples(self, req: str, texts: list[str]) -> None:
-        blob = json.dumps(list(texts))
+    def put_samples(self, req: str, texts: list[str], cut: list[bool] | None = None) -> None:
+        """Store the texts of request ``req`` (with ``cut``: per text, whether
+        ``max_new_tokens`` ended it)."""
+        blob = json.dumps(list(texts) if cut is None else {"texts": list(texts),
+                                                           "cut": [bool(c) for c in cut]})
         why = _texts_problem(blob)
         if why is not None:
             raise ValueError(f"LM cache {self.path}: refusing to store samples {req[:12]}: {why}")
@@ -344,6 +352,12 @@ def _texts_problem(texts) -> str | None:
         got = json.loads(texts)
     except ValueError:
         return "texts not valid JSON"
+    if isinstance(got, dict):                  # texts with their cut flags
+        if set(got) != {"texts", "cut"} or not isinstance(got["cut"], list) \
+                or not all(isinstance(c, bool) for c in got["cut"]) \
+                or not isinstance(got["texts"], list) or len(got["cut"]) != len(got["texts"]):
+            return "texts with malformed cut flags"
+        got = got["texts"]
     if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
         return "texts not a list of strings"
     return None

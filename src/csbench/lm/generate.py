@@ -5,7 +5,8 @@ Models are loaded only through :func:`csbench.models.load_causal_lm`.
 :func:`sample_completions` is its own decoding loop with a KV cache: each sampled sequence
 stops at the end-of-sequence token or, with ``stop``, as soon as its decoded text contains a
 match of that pattern (ProtoQA cuts every answer at its first sentence end, so the tokens after it
-were never used); finished sequences leave the batch and the cache, so they stop costing forward
+were never used), else after ``max_new_tokens`` tokens (such a sample is "cut": ``cut`` says
+which were); finished sequences leave the batch and the cache, so they stop costing forward
 passes and sampling work. Logits are computed for the last position only (``logits_to_keep=1``,
 also in the prefill). The prompt runs once, at batch size 1; sequences with the same tokens so
 far share one batch row (many samples begin alike), so the forward pass and top-p run once per
@@ -471,14 +472,15 @@ def _gather(parts, subs, cand):
 
 
 def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: list[_Chunk],
-            warpers, max_new_tokens: int, eos: set[int], stop, stats: dict) -> list[list[str]]:
+            warpers, max_new_tokens: int, eos: set[int], stop,
+            stats: dict) -> list[tuple[list[str], list[bool]]]:
     """Decode the sequences of ``chunks`` together, continuing the prompt (``length`` tokens;
     its cache and last logits at batch 1 given). Sequences with the same tokens so far share one
     batch row (its logits are theirs, bit for bit: they are computed from the same inputs), so a
     forward pass and the warpers run once per distinct prefix; each chunk draws its own noise
     for its sequences, as ``torch.multinomial`` on the chunk would; finished sequences leave the
-    batch and the cache. Returns the texts per chunk, each ending at its EOS or first ``stop``
-    match."""
+    batch and the cache. Returns per chunk the texts, each ending at its EOS or first ``stop``
+    match, and per text whether ``max_new_tokens`` ended it (neither EOS nor ``stop`` came)."""
     import copy
 
     import torch
@@ -490,6 +492,7 @@ def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: 
     cache = copy.deepcopy(prefix_cache)
     tokens: list[list[int]] = [[] for _ in range(total)]
     active = list(range(total))                  # sequences still being decoded (in order)
+    cut = [False] * total                        # ended by max_new_tokens, not EOS or stop
     row_of = [0] * total                         # batch row (distinct prefix) of each sequence
     logits = prefix_logits                       # (1, V): one row, the prompt
     last: list[int] = []                         # the token each batch row feeds next
@@ -527,6 +530,7 @@ def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: 
         step += 1
         # next batch: one row per distinct (row, token) of the sequences that go on
         children: dict[tuple[int, int], int | None] = {}
+        budget: dict[tuple[int, int], bool] = {}     # a finished key: ended by the budget only
         parent: list[int] = []
         last = []
         still = []
@@ -540,12 +544,14 @@ def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: 
                         is not None
                 if ends or step >= max_new_tokens:
                     children[key] = None
+                    budget[key] = not ends
                 else:
                     children[key] = len(parent)
                     parent.append(row)
                     last.append(t)
             child = children[key]
             if child is None:
+                cut[x] = budget[key]
                 if t not in eos:
                     chunks[owner[x]].all_eos = False
             else:
@@ -557,16 +563,18 @@ def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: 
     out = []
     for c, ch in enumerate(chunks):
         ch.finish(max_new_tokens)
-        out.append(tokenizer.batch_decode(tokens[first[c]:first[c] + ch.n],
-                                          skip_special_tokens=True))
+        out.append((tokenizer.batch_decode(tokens[first[c]:first[c] + ch.n],
+                                           skip_special_tokens=True),
+                    cut[first[c]:first[c] + ch.n]))
     return out
 
 
 def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chunk: int,
                    max_batch: int, warpers, max_new_tokens: int, eos: set[int], stop,
-                   stats: dict, prog) -> list[str]:
-    """The samples of one prompt: chunks of ``chunk`` rows (the reference's
-    ``num_return_sequences``), decoded together up to ``max_batch`` rows."""
+                   stats: dict, prog) -> tuple[list[str], list[bool]]:
+    """The samples of one prompt and per sample whether ``max_new_tokens`` ended it: chunks of
+    ``chunk`` rows (the reference's ``num_return_sequences``), decoded together up to
+    ``max_batch`` rows."""
     import torch
 
     device = next(model.parameters()).device
@@ -577,6 +585,7 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
     sizes = [min(chunk, num_samples - i) for i in range(0, num_samples, chunk)]
     state = gen.get_state()
     texts: list[str] = []
+    cut: list[bool] = []
     i = 0
     while i < len(sizes):
         group = [sizes[i]]
@@ -592,8 +601,9 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
         done = _decode(model, tokenizer, len(ids), cache, logits, chunks, warpers,
                        max_new_tokens, eos, stop, stats)
         first_in_group = i
-        for ch, chunk_texts in zip(chunks, done):
+        for ch, (chunk_texts, chunk_cut) in zip(chunks, done):
             texts.extend(chunk_texts)
+            cut.extend(chunk_cut)
             i += 1
             prog.update(ch.n)
             state = ch.end
@@ -601,7 +611,7 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
                 # the next chunk starts earlier in the stream: decode the rest again
                 stats["redecoded_chunks"] += len(group) - (i - first_in_group)
                 break
-    return texts
+    return texts, cut
 
 
 def _workers(workers, device) -> int:
@@ -624,7 +634,7 @@ class _Locked:
             self.prog.update(n)
 
 
-def _in_workers(one, prompts, encoded, workers: int, prog, counts: dict) -> list[list[str]]:
+def _in_workers(one, prompts, encoded, workers: int, prog, counts: dict) -> list:
     """``one(prompt, ids, prog, counts)`` for every prompt, ``workers`` at a time in threads
     (PyTorch and NumPy release the GIL in their operations), each operation on one thread (the
     process's thread setting is restored after); the counts of each prompt are added to
@@ -653,7 +663,7 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
                        temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                        seed: int = 0, chunk: int = 100, stop=None, max_batch: int = 512,
                        stats: dict | None = None, names=None, window: int | None = None,
-                       workers: int | None = None) -> list[list[str]]:
+                       workers: int | None = None, cut: list | None = None) -> list[list[str]]:
     """Return ``num_samples`` decoded continuations (prompt excluded) for each prompt.
 
     ``stop``: a regular expression (``str`` or compiled) or a list of stop strings; a sequence
@@ -675,6 +685,9 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
     samples are the same either way: its random stream, batches and operations do not depend on
     the other prompts (one-thread and multi-thread CPU operations give the same numbers here:
     ``bench/protoqa_generate.py --compare`` checks it on real weights).
+    ``cut`` (a list) receives, per prompt, one bool per sample: whether ``max_new_tokens`` ended
+    the sample (True: it met neither the end-of-sequence token nor ``stop``; a sample whose last
+    allowed token completes a ``stop`` match or is EOS is not cut).
     """
     import torch
 
@@ -708,11 +721,11 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
         gen = torch.Generator(device=device)
         gen.manual_seed(prompt_seed(seed, prompt))
         with torch.no_grad():                    # thread-local: in each worker
-            texts = _sample_prompt(model, tokenizer, ids, int(num_samples), gen, chunk,
-                                   max(int(max_batch), chunk), warpers, max_new_tokens, eos,
-                                   stop, own, prog)
+            got = _sample_prompt(model, tokenizer, ids, int(num_samples), gen, chunk,
+                                 max(int(max_batch), chunk), warpers, max_new_tokens, eos,
+                                 stop, own, prog)
         own["samples"] += int(num_samples)
-        return texts
+        return got
 
     with progress(len(prompts) * int(num_samples), "sampling", unit="samples") as prog:
         if workers <= 1:
@@ -720,6 +733,9 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
         else:
             out = _in_workers(one, prompts, encoded, workers, _Locked(prog), counts)
     counts["seconds"] = time.monotonic() - start
+    if cut is not None:
+        cut.extend(c for _, c in out)
+    out = [texts for texts, _ in out]
     log.info("%d prompts x %d samples: %d tokens sampled (%.1f per sample), %d prompt tokens, "
              "%.1f s", len(prompts), num_samples, counts["sampled_tokens"],
              counts["sampled_tokens"] / max(counts["samples"], 1), counts["prompt_tokens"],

@@ -130,16 +130,17 @@ class LMScorer(Scorer):
 
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
-                 stop=("\n",), names=None) -> list[list[str]]:
+                 stop=("\n",), names=None, cut: list | None = None) -> list[list[str]]:
         """Sample continuations with this scorer's model (the sampler of :mod:`csbench.lm.generate`);
         each text is cut at the first stop string (sampling stops there too). A prompt whose
         tokens plus ``max_new_tokens`` exceed the window is refused (``names``: one name per
-        prompt for the message)."""
+        prompt for the message). ``cut`` (a list) receives per prompt one bool per sample:
+        whether ``max_new_tokens`` ended it."""
         from .generate import sample_completions
 
         texts = sample_completions(self.model, self.tokenizer, prompts, num_samples,
                                    max_new_tokens=max_new_tokens, temperature=temperature,
                                    top_p=top_p, top_k=top_k, seed=seed,
                                    stop=list(stop) if stop else None, names=names,
-                                   window=self.max_length)
+                                   window=self.max_length, cut=cut)
         return [cut_at_stop(samples, stop) for samples in texts]

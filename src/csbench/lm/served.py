@@ -441,10 +441,13 @@ class ServedScorer(Scorer):
     # ------------------------------------------------------------------ sampling
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
-                 stop=("\n",), names=None) -> list[list[str]]:
+                 stop=("\n",), names=None, cut: list | None = None) -> list[list[str]]:
         """``num_samples`` sampled continuations per prompt (each cut at its first stop string);
         cached per (endpoint, model, prompt, settings). ``top_k`` is not sent (0 only).
-        ``names``: one name per prompt for messages (a prompt the server refuses)."""
+        ``names``: one name per prompt for messages (a prompt the server refuses). ``cut`` (a
+        list) receives per prompt one bool per sample: whether ``max_new_tokens`` ended it (the
+        choice's ``finish_reason`` is "length" and no stop string is in its text); a cached
+        entry stored without these flags is asked again."""
         from .generate import prompt_seed
 
         if top_k:
@@ -457,13 +460,14 @@ class ServedScorer(Scorer):
         settings = dict(n=int(num_samples), temperature=float(temperature), top_p=float(top_p),
                         max_tokens=int(max_new_tokens), stop=stop, seed=int(seed))
         out: list[list[str] | None] = [None] * len(prompts)
+        flags: list[list[bool] | None] = [None] * len(prompts)
         reqs = [hashlib.sha1(json.dumps({"prompt": p, **settings}, sort_keys=True)
                              .encode("utf-8")).hexdigest() for p in prompts]
         todo = []
         for i, r in enumerate(reqs):
-            got = self.cache.get_samples(r) if self.cache is not None else None
-            if got is not None:
-                out[i] = got
+            got = self.cache.get_samples(r, with_cut=True) if self.cache is not None else None
+            if got is not None and (cut is None or got[1] is not None):
+                out[i], flags[i] = got
                 self.stats["samples_cached"] += 1
             else:
                 todo.append(i)
@@ -484,12 +488,11 @@ class ServedScorer(Scorer):
             s = prompt_seed(seed, prompts[i])
             if self._n_ok:
                 got = self._request("/completions", {**base, "n": settings["n"], "seed": s})
-                texts = [c.get("text", "") for c in sorted(got.get("choices") or [],
-                                                           key=lambda c: c.get("index", 0))]
+                choices = sorted(got.get("choices") or [], key=lambda c: c.get("index", 0))
             else:
-                texts = [(self._request("/completions", {**base, "seed": s + k})
-                          .get("choices") or [{}])[0].get("text", "")
-                         for k in range(settings["n"])]
+                choices = [(self._request("/completions", {**base, "seed": s + k})
+                            .get("choices") or [{}])[0] for k in range(settings["n"])]
+            texts = [c.get("text", "") for c in choices]
             if len(texts) != settings["n"]:
                 raise ServedError(f"{self.endpoint.label()}: asked for {settings['n']} samples, "
                                   f"got {len(texts)}")
@@ -498,14 +501,27 @@ class ServedScorer(Scorer):
                 what = describe_prompt(i, None if names is None else names[i], prompts[i])
                 raise ServedError(f"{self.endpoint.label()}: {what}: a sample's text is "
                                   f"{bad[0]!r}, not a string; nothing of this answer was cached")
-            return cut_at_stop(texts, stop)
+            reasons = [c.get("finish_reason") for c in choices]
+            ended = None                     # per sample: max_tokens ended it (None: unknown)
+            if all(r in ("stop", "length") for r in reasons):
+                ended = [r == "length" and not any(st in t for st in stop)
+                         for r, t in zip(reasons, texts)]
+            elif cut is not None:
+                what = describe_prompt(i, None if names is None else names[i], prompts[i])
+                raise ServedError(f"{self.endpoint.label()}: {what}: a sample's finish_reason is "
+                                  f"{next(r for r in reasons if r not in ('stop', 'length'))!r}, "
+                                  "not 'stop' or 'length', so the samples that max_tokens cut "
+                                  "cannot be told; nothing of this answer was cached")
+            return cut_at_stop(texts, stop), ended
 
-        def done(i, texts):
-            out[i] = texts
+        def done(i, got):
+            out[i], flags[i] = got
             if self.cache is not None:
-                self.cache.put_samples(reqs[i], texts)
+                self.cache.put_samples(reqs[i], *got)
 
         self._run(todo, one, done, "sampling (served)")
+        if cut is not None:
+            cut.extend(flags)
         return out  # type: ignore[return-value]
 
 

@@ -17,6 +17,9 @@ METRICS = (
     "max_answers@1", "max_answers@3", "max_answers@5", "max_answers@10", "max_answers@all",
     "max_incorrect@1", "max_incorrect@3", "max_incorrect@5", "max_incorrect@all",
 )
+# summary.tsv's rows about each sampling baseline's samples, below its provenance rows: samples
+# drawn, the share that max_new_tokens cut (before a sentence end or EOS), the cut policy
+SAMPLING_ROWS = ("samples", "samples_cut_share", "cut_policy")
 
 
 def metric_limits(metric: str) -> tuple[int | None, int | None]:
