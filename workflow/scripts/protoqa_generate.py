@@ -3,6 +3,7 @@ import time
 
 from csbench.io import write_json
 from csbench.lm.backend import lm_cache_dir, sample, served_spec
+from csbench.lm.prompt import PromptFormat, model_lm
 from csbench.logs import snakemake_logger
 from csbench.models import compute_columns
 from csbench.provenance import SERVED_COMPUTE, provenance, stamp
@@ -16,17 +17,19 @@ qids = list(questions)
 prompts = [question_to_prompt(questions[q].question) for q in qids]
 start = time.time()
 # params.lm: the lm settings the samples depend on (the rerun trigger); the rest of lm and the
-# cache location cannot change a sample: read from the config
+# cache location cannot change a sample: read from the config (model_lm: with this model's
+# prompt format)
+lm = model_lm(snakemake.config, snakemake.wildcards.model)
 samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or served model
-                 lm=snakemake.config["lm"], cache_dir=lm_cache_dir(snakemake.config),
+                 lm=lm, cache_dir=lm_cache_dir(snakemake.config),
                  names=[f"question {q}" for q in qids],  # named if its prompt is too long
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],
                  stop=SENTENCE_ENDS)  # each sample stops at its first sentence end
 ranked = {q: rank_answers(s, g["top"]) for q, s in zip(qids, samples)}
-lm = snakemake.config["lm"]  # what sampled: the device and dtype sample() loaded the model with
+# what sampled: the device and dtype sample() loaded the model with, in which prompt format
 columns = stamp({}, snakemake.input.model, SERVED_COMPUTE if served_spec(snakemake.input.model)
-                else compute_columns(lm["device"], lm["dtype"]))
+                else compute_columns(lm["device"], lm["dtype"]), PromptFormat.of(lm).columns())
 random_model = columns["random_model"]
 log.info("%d questions x %d samples in %.1fs%s", len(qids), g["num_samples"], time.time() - start,
          " (RANDOM MODEL: outputs are meaningless)" if random_model else "")
