@@ -6,6 +6,13 @@ endpoint (llama-cpp-python's server, vLLM, ...). Spec (``models.lm.<name>``)::
       model: smollm2                       # the model name the server serves
       api_key_env: MY_KEY                  # optional: the environment variable holding the key
       empty_context: "<|im_start|>"        # optional: text sent for an empty context
+      tokenizer: models/smollm2-tokenizer  # optional: its tokenizer (saved with the model)
+
+A chat prompt format (``lm.chat_template: on``, :mod:`csbench.lm.prompt`) is rendered here with
+the saved tokenizer's chat template and sent to ``/completions`` like any text; without a
+tokenizer, samples come from ``/chat/completions`` (the messages; the server applies its
+template) and log-likelihoods cannot be carried (the chat endpoint gives no prompt log-probs):
+such a job fails at its start, naming the ``tokenizer`` key.
 
 The key is read from the environment at run time and sent only in the ``Authorization`` header;
 it is never logged, cached or written to a result or a provenance file.
