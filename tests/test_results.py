@@ -144,9 +144,9 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
     # the Models table: one row per model and table, with what computed it
     models = md[md.index("## Models"):]
-    for row in ("| m1 | WinoWhat | pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |",
-                "| m1 | ProtoQA sampling | pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |",
-                "| m1 | 20Q yes/no, CSQA2 dev | pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |",
+    lm = "| pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |"
+    for row in (f"| m1 | WinoWhat {lm}", f"| m1 | ProtoQA sampling {lm}",
+                f"| m1 | 20Q yes/no, CSQA2 dev {lm}",
                 "| qa | QADS QA, training fine-tuned (article folds) | pypi:x==1 | Q4 | False | cpu "
                 "| float32 |  |  |"):
         assert row in models, models

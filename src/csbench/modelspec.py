@@ -346,7 +346,8 @@ def _parse_mapping(m: dict, where: str, base: Path) -> ModelSpec:
     if "weights" in m:
         if set(m) != {"weights"}:
             raise ConfigError(f"model spec {where}: a 'weights' spec takes only "
-                              f"{', '.join(PROMPT_KEYS)} besides (got {sorted(set(m) - {'weights'})})")
+                              f"{', '.join(PROMPT_KEYS)} besides "
+                              f"(got {sorted(set(m) - {'weights'})})")
         if not isinstance(m["weights"], str) or not m["weights"].strip():
             raise ConfigError(f"model spec {where}.weights: expected the name of another "
                               "models.lm entry")
@@ -444,7 +445,8 @@ def check_config_models(config: dict, base: str | Path | None = None) -> dict[st
             raise ConfigError("model spec models.embedder: served (openai) models are causal "
                               "LMs only (models.lm)")
         emb = models["embedder"]
-        if out["embedder"].kind == "weights" or isinstance(emb, dict) and set(emb) & set(PROMPT_KEYS):
+        if (out["embedder"].kind == "weights"
+                or isinstance(emb, dict) and set(emb) & set(PROMPT_KEYS)):
             raise ConfigError("model spec models.embedder: weights, chat_template and "
                               "system_instruction are for causal LMs only (models.lm)")
     return out

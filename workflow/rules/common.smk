@@ -106,7 +106,8 @@ def lm_result(name, prompt=True):
     when it is not the default raw format, so runs made before it existed keep their params).
     ``prompt=False`` for rules whose requests have empty contexts, which no format changes."""
     spec = MODEL_SPECS.get(name)
-    out = {} if spec is not None and spec.kind == "openai" else pick(config["lm"], "device", "dtype")
+    served = spec is not None and spec.kind == "openai"
+    out = {} if served else pick(config["lm"], "device", "dtype")
     if prompt:
         out.update(model_format(config, name).params())
     return out

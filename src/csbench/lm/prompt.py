@@ -6,8 +6,9 @@ lm-evaluation-harness 0.4's semantics (``ConfigurableTask.fewshot_context`` and
 A context is a plain text or a :class:`Prompt`: the item's text (``question``), few-shot
 ``shots`` (question, answer), the task's ``description``; a plain text is a prompt with its
 question only. Continuations carry their target delimiter (``" yes"``, ``" always got the
-easier cases."``), as raw requests always have. The format (:class:`PromptFormat`; ``lm.chat_template``
-and ``lm.system_instruction``, which a model spec may override) decides the text:
+easier cases."``), as raw requests always have. The format (:class:`PromptFormat`;
+``lm.chat_template`` and ``lm.system_instruction``, which a model spec may override) decides the
+text:
 
 * **raw** (``chat_template: off``, the default): lm-eval's plain text: the system prompt (the
   system instruction and the description joined by the few-shot delimiter where neither has
