@@ -32,7 +32,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     train, test = pd.read_parquet(a.split / "train.parquet"), pd.read_parquet(a.split / "test.parquet")
     s = open_scorer(a.model, {"device": "cpu"})
-    prompts = build_prompts(test, train, "few_shot", 0)[: a.rows]
+    prompts = [p.raw() for p in build_prompts(test, train, "few_shot", 0)[: a.rows]]
     enc = s.encode_many([(p, x) for p in prompts for x in ANSWERS])
     rows = sorted(build_rows(enc, 1 << 20), key=lambda r: -len(r.tokens))
     out = [None] * len(enc)

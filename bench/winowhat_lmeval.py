@@ -15,6 +15,12 @@ SmolLM2-135M or Gemma-3-270m from their PyPI wheels (config/real-models.yaml):
 
     /opt/lmeval/bin/python bench/winowhat_lmeval.py --model-dir resources/models/smollm2-135m \
         --threads 2 --peak-tflops measure --out bench/out/winowhat_lmeval_smollm2.json
+
+``--apply-chat-template`` (and ``--system-instruction TEXT``) runs both systems in a chat format:
+csbench with ``lm.chat_template: on`` (``lm.system_instruction``), lm-eval with
+``apply_chat_template=True`` (``system_instruction``), as its ``--apply_chat_template`` does; the
+report then also compares every request's text (``requests_equal``: context and continuation as
+lm-eval built them vs as csbench renders them).
 """
 from __future__ import annotations
 
@@ -69,7 +75,7 @@ def flop_params(model) -> tuple[int, int]:
     return body, head.numel()
 
 
-def run_lmeval(model_dir, dev, device, dtype, batch_size, limit):
+def run_lmeval(model_dir, dev, device, dtype, batch_size, limit, chat=False, system=None):
     import lm_eval
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks.winogrande import preprocess_winogrande as pw
@@ -94,7 +100,8 @@ def run_lmeval(model_dir, dev, device, dtype, batch_size, limit):
             "doc_to_text": pw.doc_to_text, "doc_to_target": pw.doc_to_target,
             "doc_to_choice": pw.doc_to_choice, "metric_list": [{"metric": "acc"}]}
     res = lm_eval.simple_evaluate(model=lm, tasks=[task], num_fewshot=0, log_samples=True,
-                                  limit=limit, bootstrap_iters=0)
+                                  limit=limit, bootstrap_iters=0, apply_chat_template=chat,
+                                  system_instruction=system)
     samples = sorted(res["samples"]["winogrande_local"], key=lambda s: s["doc_id"])
     ll = [[float(r[0]) for r in s["filtered_resps"]] for s in samples]
     return ll, timing, res["results"]["winogrande_local"], (inner, timing["captured"])
@@ -107,11 +114,12 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
-def run_csbench(model_dir, dev_rows, device, dtype, batch_size):
+def run_csbench(model_dir, dev_rows, device, dtype, batch_size, chat=False, system=None):
     from csbench.lm import open_scorer
     from csbench.winowhat.requests import partial_requests
 
-    scorer = open_scorer(model_dir, {"device": device, "dtype": dtype, "batch_size": batch_size})
+    scorer = open_scorer(model_dir, {"device": device, "dtype": dtype, "batch_size": batch_size,
+                                     "chat_template": chat, "system_instruction": system})
     reqs = [r for d in dev_rows for r in partial_requests(d["sentence"], d["option1"], d["option2"])]
     scorer.loglikelihood(reqs[:8])  # warm-up (kernels, allocator), not timed
     scorer.stats.update(rows=0, forward_tokens=0, padded_tokens=0, batches=0)
@@ -164,6 +172,11 @@ def main(argv=None):
                     help="torch CPU threads for both systems (1 = stable on a shared machine)")
     ap.add_argument("--repeats", type=int, default=3,
                     help="alternating timed repeats of both systems; the median is reported")
+    ap.add_argument("--apply-chat-template", action="store_true",
+                    help="both systems in the model's chat format (csbench lm.chat_template: on, "
+                         "lm-eval apply_chat_template=True)")
+    ap.add_argument("--system-instruction", default=None,
+                    help="system instruction for both (lm.system_instruction / system_instruction)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     import torch
@@ -177,11 +190,18 @@ def main(argv=None):
     if a.limit:
         dev_rows = dev_rows[:a.limit]
     bs = a.batch_size if a.batch_size == "auto" else int(a.batch_size)
-    ours, secs, stats, scorer, reqs = run_csbench(model_dir, dev_rows, a.device, a.dtype, bs)
+    chat, system = a.apply_chat_template, a.system_instruction
+    ours, secs, stats, scorer, reqs = run_csbench(model_dir, dev_rows, a.device, a.dtype, bs,
+                                                  chat, system)
     lbs = a.lmeval_batch_size or a.batch_size
     lbs = lbs if lbs.startswith("auto") else int(lbs)
     theirs, timing, metrics, (their_ll, their_reqs) = run_lmeval(model_dir, a.dev, a.device,
-                                                                 a.dtype, lbs, a.limit)
+                                                                 a.dtype, lbs, a.limit, chat,
+                                                                 system)
+    # the texts scored: csbench's rendered requests vs the (context, continuation) lm-eval built
+    rendered = [scorer.formatter.request(c, x) for c, x in reqs]
+    built = {(r.doc_id, r.idx): tuple(r.args) for r in their_reqs}
+    same_text = sum(built.get((i // 2, i % 2)) == r for i, r in enumerate(rendered))
     ours_t, theirs_t = [secs], [timing["s"]]
     for _ in range(a.repeats - 1):  # alternate, so background load hits both alike
         ours_t.append(timeit(lambda: scorer.loglikelihood(reqs), a.device))
@@ -199,7 +219,7 @@ def main(argv=None):
     # positions; the harness: every position). csbench's figure is an upper bound: its last
     # layer also runs only at the scored positions (beyond the K/V projections).
     body, head = flop_params(scorer.model)
-    enc = scorer.encode_many(reqs)
+    enc = scorer.encode_many(rendered)
     scored = sum(len(x) for _, x in enc)
     # the harness runs one row per request: context + continuation minus the last token
     harness_tokens = sum(len(c) + len(x) - 1 for c, x in enc)
@@ -208,13 +228,16 @@ def main(argv=None):
     report = {
         "model": str(model_dir), "shape": a.shape, "provenance": _provenance(model_dir), "params": params, "device": a.device,
         "dtype": a.dtype, "batch_size": a.batch_size, "lmeval_batch_size": str(lbs),
+        "chat_template": chat, "system_instruction": system,
+        "example_request": rendered[0],
         "items": n, "requests": 2 * n, "body_params": body, "head_params": head,
         "scored_tokens": scored,
         "host": platform.node(), "cpu_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "agreement": {"max_abs_diff": max(diffs), "n_over_1e-4": sum(d > 1e-4 for d in diffs),
                       "predictions_equal": sum(p == q for p, q in zip(pred_o, pred_t)),
-                      "predictions_total": n},
+                      "predictions_total": n, "requests_equal": same_text,
+                      "requests_total": len(rendered)},
         "csbench": {"seconds": secs, "items_per_s": n / secs, "runs_s": ours_t, "stats": stats,
                     "acc": sum(p == int(d["answer"]) for p, d in zip(pred_o, dev_rows)) / n,
                     "achieved_tflops": flops / secs / 1e12},
@@ -241,7 +264,8 @@ def main(argv=None):
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(text)
-    return 0 if report["agreement"]["n_over_1e-4"] == 0 and pred_o == pred_t else 1
+    return 0 if (report["agreement"]["n_over_1e-4"] == 0 and pred_o == pred_t
+                 and same_text == len(rendered)) else 1
 
 
 if __name__ == "__main__":

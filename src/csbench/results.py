@@ -630,13 +630,15 @@ def read_anchors(path) -> pd.DataFrame:
 
 MODEL_COLUMNS = {"model_source": "source", "model_quant": "quantisation",
                  "random_model": "random weights", "compute_device": "compute device",
-                 "compute_dtype": "compute dtype"}
+                 "compute_dtype": "compute dtype", "prompt_format": "prompt format",
+                 "system_instruction": "system instruction"}
 
 
 def models_markdown(tables: list[tuple[str, pd.DataFrame]]) -> str:
     """One row per model and table (``(label, table)`` pairs; a ``table`` column, where a table
-    has one, labels its rows): where the weights came from and what computed the table. A table
-    written before csbench recorded the compute device and dtype says so."""
+    has one, labels its rows): where the weights came from, what computed the table and, for a
+    causal LM's, in which prompt format. A table written before csbench recorded the compute
+    device and dtype says so."""
     rows = []
     for label, f in tables:
         if f.empty or "model" not in f:
@@ -650,10 +652,12 @@ def models_markdown(tables: list[tuple[str, pd.DataFrame]]) -> str:
         rows.append(d.reindex(columns=["model", "table", *MODEL_COLUMNS]))
     if not rows:
         return ""
-    df = pd.concat(rows, ignore_index=True).fillna("").astype(str).drop_duplicates()
+    df = pd.concat(rows, ignore_index=True).astype(object).fillna("").astype(str).drop_duplicates()
     df = df.sort_values("model", kind="stable")
-    return ("Models behind the tables, from their provenance columns: where the weights came from "
-            "and what computed each table (`served`: an endpoint computed it; scores read back "
+    return ("Models behind the tables, from their provenance columns: where the weights came from, "
+            "what computed each table and a causal LM's prompt format (`raw` or `chat`: its chat "
+            "template; one set of weights in two formats is two model names) "
+            "(`served`: an endpoint computed it; scores read back "
             "from the LM cache were computed from the same weights in the same dtype, the cache's "
             "key, possibly on another device):\n\n"
             + markdown_table(df.rename(columns=MODEL_COLUMNS)))

@@ -2,7 +2,8 @@
 import csbench.data
 import csbench.runtime
 from csbench.fetch import mirror_file, wanted_files
-from csbench.modelspec import check_config_models
+from csbench.lm.prompt import model_format
+from csbench.modelspec import check_config_models, without_prompt_keys
 
 
 # Names that become paths are plain names (no slash, no leading dot, so never . or ..): a
@@ -52,13 +53,16 @@ def data_table(source, table):
     return f"{DATA}/{source}/{table}.parquet"
 
 
-def model_dir(name):
-    return f"{MODELS}/{name}"
-
-
 # Every model spec is parsed and checked here, at parse time: a local path that does not exist,
 # a bare owner/name that is not a directory, a malformed wheel spec fail a dry run.
 MODEL_SPECS = check_config_models(config)
+
+
+def model_dir(name):
+    """The materialised directory of a model: its own, or for a `weights: <entry>` spec (the
+    same weights in another prompt format) that entry's."""
+    spec = MODEL_SPECS.get(name)
+    return f"{MODELS}/{spec.weights if spec is not None and spec.weights else name}"
 
 
 def embedder_spec():
@@ -77,9 +81,10 @@ def embedder_input():
 
 
 def model_spec(name):
+    """What materialising a model depends on: its spec without the prompt-format keys."""
     for group in ("lm", "qa"):
         if name in config["models"][group]:
-            return config["models"][group][name]
+            return without_prompt_keys(config["models"][group][name])
     if name == "embedder":
         return config["models"]["embedder"]
     raise WorkflowError(f"model {name!r} is not configured under models.lm or models.qa")
@@ -94,13 +99,18 @@ def pick(section, *keys):
     return {k: section[k] for k in keys}
 
 
-def lm_result(name):
-    """The ``lm`` settings a causal LM's scores depend on: device and dtype for local weights,
-    none for a served model (its endpoint computes them)."""
+def lm_result(name, prompt=True):
+    """The ``lm`` settings a causal LM's outputs depend on: device and dtype for local weights,
+    none for a served model (its endpoint computes them), and with ``prompt`` its prompt format
+    (csbench.lm.prompt: lm.chat_template and lm.system_instruction or the model spec's; only
+    when it is not the default raw format, so runs made before it existed keep their params).
+    ``prompt=False`` for rules whose requests have empty contexts, which no format changes."""
     spec = MODEL_SPECS.get(name)
-    if spec is not None and spec.kind == "openai":
-        return {}
-    return pick(config["lm"], "device", "dtype")
+    served = spec is not None and spec.kind == "openai"
+    out = {} if served else pick(config["lm"], "device", "dtype")
+    if prompt:
+        out.update(model_format(config, name).params())
+    return out
 
 
 def model_where(name):

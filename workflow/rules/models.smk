@@ -26,6 +26,6 @@ rule materialise_model:
 
 rule models:
     input:
-        [model_dir(m) for m in config["models"]["lm"]],
+        sorted({model_dir(m) for m in config["models"]["lm"]}),  # weights specs share one
         [model_dir(m) for m in config["models"]["qa"]],
         embedder_input(),

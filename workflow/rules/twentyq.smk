@@ -91,7 +91,7 @@ rule twentyq_topic_frequency:
     wildcard_constraints:
         yesno=_tqw.YESNO_WILDCARD,
     params:
-        lm=lambda wc: lm_result(TQ_REFERENCE),
+        lm=lambda wc: lm_result(TQ_REFERENCE, prompt=False),  # empty contexts: no format
     log:
         "logs/twentyq/{yesno}topic_frequency.log",
     benchmark:

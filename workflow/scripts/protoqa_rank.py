@@ -2,12 +2,13 @@
 normalised answers), with the cut policy for samples that max_new_tokens ended."""
 from csbench.io import write_json
 from csbench.logs import snakemake_logger
+from csbench.modelspec import LM_COLUMNS
 from csbench.protoqa.baseline import ranked_lists, sample_answer
 from csbench.provenance import read_model_table
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
-samples = read_model_table(snakemake.input.samples, snakemake.wildcards.model)
+samples = read_model_table(snakemake.input.samples, snakemake.wildcards.model, columns=LM_COLUMNS)
 ranked = ranked_lists(samples, p.top, p.cut_policy)
 cut = samples[samples["cut"]]
 kept = sum(bool(sample_answer(t, True, p.cut_policy)) for t in cut["text"])

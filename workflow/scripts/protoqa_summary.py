@@ -1,13 +1,13 @@
 """Collect the per-file evaluations into the paper-style table (metrics x similarity x system),
-with the provenance columns of each sampling baseline's model as rows below the metrics, then
-its sampling rows: samples drawn, the share that max_new_tokens cut, the cut policy."""
+with the provenance and prompt columns of each sampling baseline's model as rows below the
+metrics, then its sampling rows: samples drawn, the share that max_new_tokens cut, the cut policy."""
 import json
 
 import pandas as pd
 
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
-from csbench.modelspec import PROVENANCE_COLUMNS
+from csbench.modelspec import LM_COLUMNS
 from csbench.protoqa import SAMPLING_ROWS
 from csbench.protoqa.scoring import summary_table
 from csbench.provenance import columns_of
@@ -19,7 +19,8 @@ random_systems, columns, sampling = set(), {}, {}
 for model, meta in zip(snakemake.params.gen_models, snakemake.input.meta):
     with open(meta) as fh:
         m = json.load(fh)
-    columns[f"gen-{model}"] = columns_of(m, meta)  # what sampled (a meta.json without: named)
+    # what sampled, in which prompt format (a meta.json without: named)
+    columns[f"gen-{model}"] = columns_of(m, meta, LM_COLUMNS)
     n, n_cut = m.get("samples"), m.get("samples_cut")
     sampling[f"gen-{model}"] = {"samples": "" if n is None else str(n),  # older meta.json: empty
                                 "samples_cut_share": "" if n_cut is None else f"{n_cut / n:.4f}",
@@ -36,9 +37,9 @@ log.info("summary:\n%s", table.to_string())
 out = table.copy()
 for col in out.columns[1:]:
     out[col] = [f"{v:.4f}" if pd.notna(v) else "" for v in out[col]]
-prov = {"metric": list(PROVENANCE_COLUMNS) + list(SAMPLING_ROWS)}
+prov = {"metric": list(LM_COLUMNS) + list(SAMPLING_ROWS)}
 for col in out.columns[1:]:
     system = col.partition("/")[2].removesuffix(" (random weights)")
-    prov[col] = ([str(columns[system][c]) if system in columns else "" for c in PROVENANCE_COLUMNS]
+    prov[col] = ([str(columns[system][c]) if system in columns else "" for c in LM_COLUMNS]
                  + [sampling[system][r] if system in sampling else "" for r in SAMPLING_ROWS])
 write_tsv(pd.concat([out, pd.DataFrame(prov)], ignore_index=True), snakemake.output[0])

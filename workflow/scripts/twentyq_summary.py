@@ -4,15 +4,17 @@ import pandas as pd
 
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
+from csbench.modelspec import LM_COLUMNS
 from csbench.provenance import read_model_table
 from csbench.twentyq.calibration import with_calibrated
 from csbench.twentyq.scoring import plot_nll_by_quartile
 
 log = snakemake_logger(snakemake)
 models, cal = snakemake.params.models, snakemake.params.calibrated
-table = pd.concat([read_model_table(p, m) for m, p in zip(models, snakemake.input.metrics)],
-                  ignore_index=True)
-items = {m: read_model_table(p, m) for m, p in zip(models, snakemake.input.scored)}
+table = pd.concat([read_model_table(p, m, columns=LM_COLUMNS)  # with the prompt format
+                   for m, p in zip(models, snakemake.input.metrics)], ignore_index=True)
+items = {m: read_model_table(p, m, columns=LM_COLUMNS)
+         for m, p in zip(models, snakemake.input.scored)}
 table = with_calibrated(table, items, cal["calibration"], cal["bootstrap"])
 log.info("metrics:\n%s", table.to_string(index=False))
 write_tsv(table, snakemake.output.metrics, float_format="%.4f")

@@ -10,9 +10,11 @@ from csbench.twentyq.scoring import topic_frequency
 
 log = snakemake_logger(snakemake)
 test = pd.read_parquet(snakemake.input.test)
-# params.lm: the lm settings the scores depend on; the rest cannot change a number (config)
-scorer = open_scorer(snakemake.input.model, snakemake.config["lm"],  # local or served
-                     lm_cache_dir(snakemake.config))
+# params.lm: the lm settings the scores depend on; the rest cannot change a number (config).
+# The requests have empty contexts, which no prompt format changes: scored raw (so a reference
+# LM without a chat template serves under lm.chat_template: on too)
+lm = {**snakemake.config["lm"], "chat_template": False, "system_instruction": None}
+scorer = open_scorer(snakemake.input.model, lm, lm_cache_dir(snakemake.config))  # local or served
 freq = topic_frequency(scorer.loglikelihood, test["subject"])
 stamp(freq, snakemake.input.model, scorer.compute())  # where the weights came from, what computed
 log.info("%d topics; cross-entropy quartiles %s", len(freq),

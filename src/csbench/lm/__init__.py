@@ -18,8 +18,10 @@ no task constructs a backend itself::
                          lm,                    # the validated config["lm"] section: device, dtype,
                                                 #   batch_size, max_batch_size (local) and served
                                                 #   (endpoints), refresh_cache (True: read no cache
-                                                #   entry, recompute and overwrite); defaults in
-                                                #   the config schema
+                                                #   entry, recompute and overwrite), chat_template
+                                                #   and system_instruction (the prompt format; a
+                                                #   model's: csbench.lm.prompt.model_lm(config,
+                                                #   name)); defaults in the config schema
                          cache_dir,             # lm_cache_dir(config) = f"{config['cache_dir']}/lm":
                                                 #   per-item SQLite cache, or None
                          needs=("loglikelihood",),  # a served model is checked for these now
@@ -27,6 +29,9 @@ no task constructs a backend itself::
                                                 #   max_length, share_prefix, min_shared_prefix,
                                                 #   min_common_prefix, commit_every, add_bos_token
     out = scorer.loglikelihood([(context, continuation), ...], keys=None)
+    # context: a text or a csbench.lm.prompt.Prompt (question, few-shot turns, description),
+    #    rendered in the prompt format (raw, or the chat template as lm-eval's
+    #    --apply_chat_template); the continuation carries its target delimiter (" yes").
     # -> list of (logprob: float, n_tokens: int), in request order.
     #    logprob = sum over the continuation's tokens of log p(token | context, previous tokens),
     #    n_tokens = number of continuation tokens.

@@ -24,22 +24,27 @@ def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None 
                 needs=("loglikelihood",), **kw):
     """The scorer of a model directory with the ``lm`` config section's settings (``device``,
     ``dtype``, ``batch_size``, ``max_batch_size``, ``served``, ``refresh_cache``: read no cache
-    entry, recompute and overwrite them; keys left out take the schema's defaults); a served
+    entry, recompute and overwrite them; ``chat_template`` and ``system_instruction``: the
+    prompt format, :mod:`csbench.lm.prompt`; a model's own are
+    :func:`csbench.lm.prompt.model_lm`; keys left out take the schema's defaults); a served
     model is checked for ``needs`` now. ``kw``: the local engine's options
     (:class:`csbench.lm.score.LMScorer`: ``max_length``, ``share_prefix``, ...)."""
+    from .prompt import PromptFormat
+
     lm = lm_settings(lm)
+    fmt = PromptFormat.of(lm)
     spec = served_spec(model_dir)
     if spec is not None:
         from .served import from_spec
 
-        scorer = from_spec(spec, lm, cache_dir)
+        scorer = from_spec(spec, lm, cache_dir, model_dir)
         scorer.check(*needs)
         return scorer
     from .score import LMScorer
 
     return LMScorer(model_dir, device=lm["device"], dtype=lm["dtype"], batch_size=lm["batch_size"],
                     max_batch_size=lm["max_batch_size"], cache_dir=cache_dir,
-                    refresh_cache=lm["refresh_cache"], **kw)
+                    refresh_cache=lm["refresh_cache"], prompt_format=fmt, **kw)
 
 
 def lm_settings(lm: dict | None) -> dict:
@@ -56,10 +61,15 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
     """Sampled completions (``num_samples`` per prompt) from a model directory: the local
     sampler (:func:`csbench.lm.generate.sample_from_dir`, given ``kw`` as they are) or the served
     model (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``; ``stop`` when it is a list of
-    strings, else a newline; cached per request). ``names``: one name per prompt (e.g.
-    ``question <id>``) for error messages, such as a prompt that does not fit the window.
-    ``cut`` (a list) receives per prompt one bool per sample: whether ``max_new_tokens`` ended
-    it, before any stop string and the end of sequence (served: ``finish_reason`` "length")."""
+    strings, else a newline; cached per request). Prompts are texts or
+    :class:`~csbench.lm.prompt.Prompt`, rendered in the ``lm`` settings' prompt format (a served
+    model without its tokenizer samples a chat format through its chat endpoint). ``names``: one
+    name per prompt (e.g. ``question <id>``) for error messages, such as a prompt that does not
+    fit the window. ``cut`` (a list) receives per prompt one bool per sample: whether
+    ``max_new_tokens`` ended it, before any stop string and the end of sequence (served:
+    ``finish_reason`` "length")."""
+    from .prompt import PromptFormat
+
     lm = lm_settings(lm)
     spec = served_spec(model_dir)
     if spec is None:
@@ -67,7 +77,8 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
 
         kw.setdefault("device", lm["device"])
         kw.setdefault("dtype", lm["dtype"])
-        return sample_from_dir(model_dir, prompts, num_samples, names=names, cut=cut, **kw)
+        return sample_from_dir(model_dir, prompts, num_samples, names=names, cut=cut,
+                               prompt_format=PromptFormat.of(lm), **kw)
     stop = kw.get("stop")
     if not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop)):
         stop = ("\n",)  # a pattern (the local sampler's) cannot be sent: cut at a newline

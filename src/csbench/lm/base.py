@@ -7,6 +7,7 @@ import time
 
 from ..errors import CsbenchError
 from .cache import request_fingerprint
+from .prompt import Formatter
 
 
 class RequestError(CsbenchError, ValueError):
@@ -35,13 +36,16 @@ class Scorer:
 
     cache = None  # a csbench.lm.cache.ScoreCache, or None
     backend = "?"
+    formatter = Formatter()  # the prompt format (csbench.lm.prompt); each backend sets its own
 
     def __init__(self):
         self.stats = dict(requests=0, unique=0, cached=0, cache_rejected=0, seconds=0.0)
 
     def loglikelihood(self, requests, keys=None) -> list[tuple[float, int]]:
-        """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``."""
-        requests = [(str(c), str(x)) for c, x in requests]
+        """``[(context, continuation)] -> [(summed log-prob, n continuation tokens)]``; a context
+        is a text or a :class:`~csbench.lm.prompt.Prompt`, rendered in the scorer's prompt format
+        (the text scored, and cached, is the rendered one)."""
+        requests = [self.formatter.request(c, x) for c, x in requests]
         if keys is not None:
             keys = list(keys)
             if len(keys) != len(requests):

@@ -693,7 +693,7 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
 
     from ..logs import progress
     from .base import RequestError, describe_prompt
-    from .plan import model_window
+    from .plan import model_window, special_tokens
 
     device = next(model.parameters()).device
     warpers = _warpers(temperature, top_k, top_p)
@@ -707,7 +707,10 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
               "redecoded_chunks": 0}
     prompts = list(prompts)
     window = int(window or model_window(model.config))
-    encoded = [tokenizer.encode(p) or [tokenizer.eos_token_id] for p in prompts]
+    # a prompt that starts with the start token's text (a chat template's output) gets no
+    # special tokens, as lm-evaluation-harness encodes generation prompts
+    encoded = [tokenizer.encode(p, **special_tokens(p, tokenizer.bos_token))
+               or [tokenizer.eos_token_id] for p in prompts]
     for i, (prompt, ids) in enumerate(zip(prompts, encoded)):
         if len(ids) + int(max_new_tokens) > window:
             raise RequestError(
@@ -746,9 +749,14 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
 
 
 def sample_from_dir(model_dir, prompts, num_samples: int, device: str = "auto",
-                    dtype: str = "auto", **kw) -> list[list[str]]:
-    """Load a causal LM from ``model_dir`` and sample (see :func:`sample_completions`)."""
+                    dtype: str = "auto", prompt_format=None, **kw) -> list[list[str]]:
+    """Load a causal LM from ``model_dir`` and sample (see :func:`sample_completions`); the
+    prompts (texts or :class:`~csbench.lm.prompt.Prompt`) are rendered in ``prompt_format``
+    (:class:`~csbench.lm.prompt.PromptFormat`; None: raw)."""
     from ..models import load_causal_lm
+    from .prompt import Formatter
 
     model, tokenizer = load_causal_lm(model_dir, device, dtype)
-    return sample_completions(model, tokenizer, prompts, num_samples, **kw)
+    fmt = Formatter(prompt_format, tokenizer, str(model_dir))
+    return sample_completions(model, tokenizer, [fmt.text(p) for p in prompts], num_samples,
+                              **kw)

@@ -2,7 +2,8 @@
 ordered before any model or server sees them.
 
 * :func:`split_pair`: lm-evaluation-harness's text convention (trailing whitespace of the context
-  moves to the continuation); :func:`encode_pair`: its token ids; :func:`model_window` and
+  moves to the continuation); :func:`encode_pair`: its token ids (:func:`special_tokens`: no
+  start token added to a text that begins with it, as a chat template's output does); :func:`model_window` and
   :func:`truncated_tokens`: the model's window and the harness's left truncation to it.
 * Local backend (token level): :func:`build_rows` packs requests into model rows (single-token
   continuations sharing a context share a row), :func:`group_prefixes` groups rows that share a
@@ -25,17 +26,28 @@ def split_pair(context: str, continuation: str) -> tuple[str, str]:
     return context, continuation
 
 
+def special_tokens(text: str, start_text: str | None,
+                   add_special_tokens: bool | None = None) -> dict:
+    """The tokenizer keyword of one text as the harness's ``tok_encode`` has it:
+    ``add_special_tokens`` (None: the tokenizer's default), except that a text that already
+    starts with the start token's text (``start_text``: a chat template's output) gets none."""
+    if start_text is not None and text.startswith(start_text):
+        return {"add_special_tokens": False}
+    return {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+
+
 def encode_pair(tokenizer, context: str, continuation: str, prefix_token_id: int,
                 add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
     """Token ids of (context, continuation) exactly as lm-evaluation-harness builds them.
 
     ``add_special_tokens=None`` uses the tokenizer's default (as the harness does when its
-    ``add_bos_token`` is unset).
+    ``add_bos_token`` is unset); a text that starts with the text of ``prefix_token_id`` gets no
+    special tokens (:func:`special_tokens`).
     """
-    kw = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+    start = tokenizer.decode(prefix_token_id)
 
     def enc(s):
-        return tokenizer.encode(s, **kw)
+        return tokenizer.encode(s, **special_tokens(s, start, add_special_tokens))
 
     if context == "":
         return [prefix_token_id], enc(continuation)

@@ -21,6 +21,7 @@ from .cache import ScoreCache, model_fingerprint, score_problem
 from .engine import Engine
 from .plan import model_window
 from .precision import Precision
+from .prompt import Formatter, PromptFormat
 from .tokens import Encoder, check_window
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,8 @@ class LMScorer(Scorer):
     """Summed continuation log-probabilities from a local causal LM (see :mod:`csbench.lm`).
 
     ``device``, ``dtype``, ``batch_size``, ``max_batch_size``, ``refresh_cache``: the ``lm``
-    settings; the engine's options: ``add_bos_token`` (None: the tokenizer's default),
+    settings; ``prompt_format``: how contexts become text (:mod:`csbench.lm.prompt`, with this
+    model's chat template; None: raw); the engine's options: ``add_bos_token`` (None: the tokenizer's default),
     ``max_length`` (the window; None: the model's), ``share_prefix`` (tree attention / KV reuse
     for shared prefixes), ``min_shared_prefix`` (tokens a prefix group shares at least),
     ``min_common_prefix`` (header tokens a batch runs once), ``commit_every`` (with a cache,
@@ -42,6 +44,7 @@ class LMScorer(Scorer):
 
     def __init__(self, model_dir, *, device: str, dtype: str, batch_size: int | str,
                  max_batch_size: int, refresh_cache: bool = False, cache_dir=None,
+                 prompt_format: PromptFormat | None = None,
                  add_bos_token: bool | None = None, max_length: int | None = None,
                  share_prefix: bool = True, min_shared_prefix: int = 4,
                  min_common_prefix: int = 8, commit_every: int = 1024):
@@ -51,6 +54,7 @@ class LMScorer(Scorer):
         self.precision = Precision(self.model)
         self.device, self.dtype = self.precision.device, self.precision.dtype
         self.encoder = Encoder(self.tokenizer, add_bos_token)
+        self.formatter = Formatter(prompt_format, self.tokenizer, str(model_dir))
         self.max_length = int(max_length or model_window(self.model.config))
         self.commit_every = max(1, int(commit_every))
         self.model_key = model_fingerprint(model_dir) + ":" + self.precision.cache_tag
@@ -132,12 +136,14 @@ class LMScorer(Scorer):
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",), names=None, cut: list | None = None) -> list[list[str]]:
         """Sample continuations with this scorer's model (the sampler of :mod:`csbench.lm.generate`);
-        each text is cut at the first stop string (sampling stops there too). A prompt whose
-        tokens plus ``max_new_tokens`` exceed the window is refused (``names``: one name per
-        prompt for the message). ``cut`` (a list) receives per prompt one bool per sample:
+        each text is cut at the first stop string (sampling stops there too). Prompts are texts
+        or :class:`~csbench.lm.prompt.Prompt`, rendered in the scorer's prompt format. A prompt
+        whose tokens plus ``max_new_tokens`` exceed the window is refused (``names``: one name
+        per prompt for the message). ``cut`` (a list) receives per prompt one bool per sample:
         whether ``max_new_tokens`` ended it."""
         from .generate import sample_completions
 
+        prompts = [self.formatter.text(p) for p in prompts]
         texts = sample_completions(self.model, self.tokenizer, prompts, num_samples,
                                    max_new_tokens=max_new_tokens, temperature=temperature,
                                    top_p=top_p, top_k=top_k, seed=seed,

@@ -6,6 +6,13 @@ endpoint (llama-cpp-python's server, vLLM, ...). Spec (``models.lm.<name>``)::
       model: smollm2                       # the model name the server serves
       api_key_env: MY_KEY                  # optional: the environment variable holding the key
       empty_context: "<|im_start|>"        # optional: text sent for an empty context
+      tokenizer: models/smollm2-tokenizer  # optional: its tokenizer (saved with the model)
+
+A chat prompt format (``lm.chat_template: on``, :mod:`csbench.lm.prompt`) is rendered here with
+the saved tokenizer's chat template and sent to ``/completions`` like any text; without a
+tokenizer, samples come from ``/chat/completions`` (the messages; the server applies its
+template) and log-likelihoods cannot be carried (the chat endpoint gives no prompt log-probs):
+such a job fails at its start, naming the ``tokenizer`` key.
 
 The key is read from the environment at run time and sent only in the ``Authorization`` header;
 it is never logged, cached or written to a result or a provenance file.
@@ -53,6 +60,7 @@ from ..config import default
 from .base import Scorer, cut_at_stop, describe_prompt, describe_request
 from .cache import LOGPROB_TOLERANCE, ScoreCache, logprob_problem
 from .plan import split_pair, text_order
+from .prompt import Formatter, PromptFormat
 
 log = logging.getLogger(__name__)
 SERVED = default("lm.served")  # the schema's defaults of lm.served, for callers without a config
@@ -60,6 +68,8 @@ SERVED = default("lm.served")  # the schema's defaults of lm.served, for callers
 FEATURES = {
     "loglikelihood": "echo with logprobs on /completions (log-likelihood scoring)",
     "sampling": "sampling on /completions (temperature, top_p, max_tokens, stop)",
+    "chat_sampling": "sampling on /chat/completions (the server applies the model's chat "
+                     "template)",
 }
 
 
@@ -127,9 +137,13 @@ class ServedScorer(Scorer):
     def __init__(self, endpoint: Endpoint, cache_dir=None,
                  max_concurrency: int = SERVED["max_concurrency"], timeout: float = SERVED["timeout"],
                  retries: int = SERVED["retries"], backoff: float = SERVED["backoff"],
-                 refresh_cache: bool = False):
+                 refresh_cache: bool = False, prompt_format: PromptFormat | None = None,
+                 tokenizer=None):
         super().__init__()
         self.endpoint = endpoint
+        # the prompt format: rendered here where the model's tokenizer is at hand (or raw); a
+        # chat format without it samples through /chat/completions and cannot be scored
+        self.formatter = Formatter(prompt_format, tokenizer, endpoint.label())
         self.max_concurrency = max(1, int(max_concurrency))
         self.timeout = float(timeout)
         self.retries = max(0, int(retries))
@@ -213,6 +227,16 @@ class ServedScorer(Scorer):
         """Fail now, naming the feature, if the server cannot do what the task needs:
         the model must be served (``/models``, where the server has it), ``loglikelihood``
         needs echoed prompt log-probs, ``sampling`` needs completions."""
+        if not self.formatter.renders_here:
+            if "loglikelihood" in features:
+                raise ServedError(
+                    f"{self.endpoint.label()}: lm.chat_template is on, but log-likelihoods of a "
+                    "chat prompt can only go through /completions with the model's chat "
+                    "template applied here (the chat endpoint returns no prompt log-probs), "
+                    "and this served model has no tokenizer: add tokenizer: <a local directory "
+                    "with the served model's tokenizer> to its openai spec, or set "
+                    "chat_template: off for it")
+            features = tuple("chat_sampling" if f == "sampling" else f for f in features)
         todo = [f for f in features if f not in self._checked]
         if not todo:
             return
@@ -295,18 +319,27 @@ class ServedScorer(Scorer):
             return 0.0
         return float(value)
 
-    def _check_sampling(self) -> None:
-        got = self._request("/completions", {"model": self.endpoint.model, "prompt": "One, two,",
-                                             "max_tokens": 2, "temperature": 1.0, "top_p": 1.0,
-                                             "n": 2, "seed": 1, "stop": ["\n"]})
+    def _check_sampling(self, chat: bool = False) -> None:
+        what = FEATURES["chat_sampling" if chat else "sampling"]
+        body = {"model": self.endpoint.model, "max_tokens": 2, "temperature": 1.0, "top_p": 1.0,
+                "n": 2, "seed": 1, "stop": ["\n"]}
+        if chat:
+            body["messages"] = [{"role": "user", "content": "One, two,"}]
+        else:
+            body["prompt"] = "One, two,"
+        got = self._request("/chat/completions" if chat else "/completions", body)
         choices = got.get("choices") or []
-        if not choices or not isinstance(choices[0].get("text"), str):
-            raise ServedError(f"{self.endpoint.label()}: lacks {FEATURES['sampling']}: the "
-                              f"answer has no choices[].text: {str(got)[:200]}")
+        if not choices or not isinstance(_choice_text(choices[0], chat), str):
+            field = "choices[].message.content" if chat else "choices[].text"
+            raise ServedError(f"{self.endpoint.label()}: lacks {what}: the answer has no "
+                              f"{field}: {str(got)[:200]}")
         self._n_ok = len(choices) == 2
         if not self._n_ok:
             log.warning("%s: the server ignores n (%d choice for n=2): one request per sample",
                         self.endpoint.label(), len(choices))
+
+    def _check_chat_sampling(self) -> None:
+        self._check_sampling(chat=True)
 
     # ------------------------------------------------------------------ log-likelihood
     def _score_one(self, context: str, continuation: str, probe: bool = False,
@@ -443,26 +476,33 @@ class ServedScorer(Scorer):
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",), names=None, cut: list | None = None) -> list[list[str]]:
         """``num_samples`` sampled continuations per prompt (each cut at its first stop string);
-        cached per (endpoint, model, prompt, settings). ``top_k`` is not sent (0 only).
-        ``names``: one name per prompt for messages (a prompt the server refuses). ``cut`` (a
-        list) receives per prompt one bool per sample: whether ``max_new_tokens`` ended it (the
-        choice's ``finish_reason`` is "length" and no stop string is in its text); a cached
-        entry stored without these flags is asked again."""
+        cached per (endpoint, model, prompt, settings). Prompts are texts or
+        :class:`~csbench.lm.prompt.Prompt`, rendered in the scorer's prompt format; a chat format
+        without the model's tokenizer is sent as messages to ``/chat/completions``. ``top_k`` is
+        not sent (0 only). ``names``: one name per prompt for messages (a prompt the server
+        refuses). ``cut`` (a list) receives per prompt one bool per sample: whether
+        ``max_new_tokens`` ended it (the choice's ``finish_reason`` is "length" and no stop string
+        is in its text); a cached entry stored without these flags is asked again."""
         from .generate import prompt_seed
 
         if top_k:
             raise ServedError(f"{self.endpoint.label()}: top_k is not part of the OpenAI "
                               "completions API; use top_p")
         self.check("sampling")
-        prompts = [str(p) for p in prompts]
+        chat = not self.formatter.renders_here
+        # what is sent of each prompt: its text (completions) or its messages (chat endpoint)
+        sent = [{"messages": self.formatter.messages(p)} if chat
+                else {"prompt": self.formatter.text(p)} for p in prompts]
+        prompts = [json.dumps(x["messages"]) if chat else x["prompt"] for x in sent]
+        path = "/chat/completions" if chat else "/completions"
         stop = [s for s in (stop or ()) if s]
         sent_stop = stop[:4]  # the API takes at most 4; the others cut the text here (cut_at_stop)
         settings = dict(n=int(num_samples), temperature=float(temperature), top_p=float(top_p),
                         max_tokens=int(max_new_tokens), stop=stop, seed=int(seed))
         out: list[list[str] | None] = [None] * len(prompts)
         flags: list[list[bool] | None] = [None] * len(prompts)
-        reqs = [hashlib.sha1(json.dumps({"prompt": p, **settings}, sort_keys=True)
-                             .encode("utf-8")).hexdigest() for p in prompts]
+        reqs = [hashlib.sha1(json.dumps({**x, **settings}, sort_keys=True)
+                             .encode("utf-8")).hexdigest() for x in sent]
         todo = []
         for i, r in enumerate(reqs):
             got = self.cache.get_samples(r, with_cut=True) if self.cache is not None else None
@@ -482,17 +522,17 @@ class ServedScorer(Scorer):
                 raise _for_request(exc, what, "the prompt plus max_tokens") from None
 
         def sample_one(i):
-            base = {"model": self.endpoint.model, "prompt": prompts[i],
+            base = {"model": self.endpoint.model, **sent[i],
                     "temperature": settings["temperature"], "top_p": settings["top_p"],
                     "max_tokens": settings["max_tokens"], "stop": sent_stop}
             s = prompt_seed(seed, prompts[i])
             if self._n_ok:
-                got = self._request("/completions", {**base, "n": settings["n"], "seed": s})
+                got = self._request(path, {**base, "n": settings["n"], "seed": s})
                 choices = sorted(got.get("choices") or [], key=lambda c: c.get("index", 0))
             else:
-                choices = [(self._request("/completions", {**base, "seed": s + k})
+                choices = [(self._request(path, {**base, "seed": s + k})
                             .get("choices") or [{}])[0] for k in range(settings["n"])]
-            texts = [c.get("text", "") for c in choices]
+            texts = [_choice_text(c, chat) for c in choices]
             if len(texts) != settings["n"]:
                 raise ServedError(f"{self.endpoint.label()}: asked for {settings['n']} samples, "
                                   f"got {len(texts)}")
@@ -525,6 +565,15 @@ class ServedScorer(Scorer):
         return out  # type: ignore[return-value]
 
 
+def _choice_text(choice: dict, chat: bool):
+    """The text of one choice: ``text`` (completions) or ``message.content`` (chat); "" when
+    missing, anything else as the server sent it (checked by the caller)."""
+    if not chat:
+        return choice.get("text", "")
+    message = choice.get("message")
+    return message.get("content", "") if isinstance(message, dict) else ""
+
+
 def _body_text(exc: urllib.error.HTTPError) -> str:
     try:
         body = exc.read()[:300].decode("utf-8", "replace")
@@ -533,8 +582,20 @@ def _body_text(exc: urllib.error.HTTPError) -> str:
     return f"({body.strip()})" if body.strip() else ""
 
 
-def from_spec(spec: dict, lm: dict | None = None, cache_dir=None) -> ServedScorer:
-    """A served scorer from an ``openai`` spec mapping and the ``lm.served`` settings."""
+def from_spec(spec: dict, lm: dict | None = None, cache_dir=None,
+              model_dir=None) -> ServedScorer:
+    """A served scorer from an ``openai`` spec mapping and the ``lm`` settings (``served``, the
+    prompt format); with a chat format, the tokenizer saved in ``model_dir`` (the served
+    model's directory, where its spec names one) applies the chat template."""
+    from pathlib import Path
+
     opts = {**SERVED, **((lm or {}).get("served") or {})}
+    fmt = PromptFormat.of(lm)
+    tokenizer = None
+    if fmt.chat and model_dir is not None and (Path(model_dir) / "tokenizer_config.json").is_file():
+        from ..models import load_tokenizer
+
+        tokenizer = load_tokenizer(model_dir)
     return ServedScorer(Endpoint.from_spec(spec), cache_dir=cache_dir,
-                        refresh_cache=bool((lm or {}).get("refresh_cache", False)), **opts)
+                        refresh_cache=bool((lm or {}).get("refresh_cache", False)),
+                        prompt_format=fmt, tokenizer=tokenizer, **opts)

@@ -5,7 +5,7 @@ counted)."""
 from __future__ import annotations
 
 from .base import RequestError, describe_request
-from .plan import encode_pair, split_pair, truncated_tokens
+from .plan import encode_pair, special_tokens, split_pair, truncated_tokens
 
 
 class Encoder:
@@ -18,8 +18,9 @@ class Encoder:
         self.prefix_token_id = (tokenizer.bos_token_id if tokenizer.bos_token_id is not None
                                 else tokenizer.eos_token_id)
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self._kw = {} if add_bos_token is None else {"add_special_tokens": add_bos_token}
-        self._backend_ok: bool | None = None  # the Rust backend agrees with the wrapper
+        # a text that starts with this one gets no special tokens (a chat template's output)
+        self.start_text = tokenizer.decode(self.prefix_token_id)
+        self._backend_ok: dict = {}  # per add_special_tokens: the Rust backend agrees
 
     def encode(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         return encode_pair(self.tokenizer, context, continuation, self.prefix_token_id,
@@ -38,7 +39,12 @@ class Encoder:
             pairs.append(len(texts))
             texts += [context, context + continuation]
         uniq = list(dict.fromkeys(texts))
-        got = dict(zip(uniq, self._tokenize(uniq)))
+        groups: dict = {}  # texts that start with the start token's text get no special tokens
+        for t in uniq:
+            groups.setdefault(self._special(t), []).append(t)
+        got: dict[str, list[int]] = {}
+        for special, part in groups.items():
+            got.update(zip(part, self._tokenize(part, special)))
         ids = [got[t] for t in texts]
         out, k = [], 0
         for p in pairs:
@@ -51,25 +57,31 @@ class Encoder:
                 k += 2
         return out
 
-    def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of texts as ``tokenizer(texts)``; fast tokenizers go straight to their
-        Rust backend (no offsets, no Python wrapping), checked against the wrapper on a sample."""
+    def _special(self, text: str) -> bool | None:
+        """The ``add_special_tokens`` of a text (None: the tokenizer's default)."""
+        return special_tokens(text, self.start_text, self.add_bos_token).get("add_special_tokens")
+
+    def _tokenize(self, texts: list[str], add_special: bool | None) -> list[list[int]]:
+        """Token ids of texts as ``tokenizer(texts, add_special_tokens=add_special)`` (None: the
+        default); fast tokenizers go straight to their Rust backend (no offsets, no Python
+        wrapping), checked against the wrapper on a sample."""
         if not texts:
             return []
+        kw = {} if add_special is None else {"add_special_tokens": add_special}
         backend = getattr(self.tokenizer, "_tokenizer", None)
         fast = getattr(backend, "encode_batch_fast", None)
-        special = self._kw.get("add_special_tokens", True)
-        if self._backend_ok is None and fast is not None:
+        special = kw.get("add_special_tokens", True)
+        if special not in self._backend_ok and fast is not None:
             sample = texts[:16]
             try:
                 ok = ([e.ids for e in fast(sample, add_special_tokens=special)]
-                      == [list(x) for x in self.tokenizer(sample, **self._kw)["input_ids"]])
+                      == [list(x) for x in self.tokenizer(sample, **kw)["input_ids"]])
             except Exception:  # noqa: BLE001 - any surprise: use the wrapper
                 ok = False
-            self._backend_ok = ok
-        if fast is not None and self._backend_ok:
+            self._backend_ok[special] = ok
+        if fast is not None and self._backend_ok.get(special):
             return [e.ids for e in fast(texts, add_special_tokens=special)]
-        return [list(x) for x in self.tokenizer(texts, **self._kw)["input_ids"]]
+        return [list(x) for x in self.tokenizer(texts, **kw)["input_ids"]]
 
 
 def check_window(requests, keys, enc, offset: int, max_length: int) -> tuple[int, str | None]:

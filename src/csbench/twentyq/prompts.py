@@ -1,30 +1,37 @@
 """Prompts of the 20Q paper: zero-shot, few-shot (2 yes + 2 no training examples, seeded order)
-and the question-bias ablation without the topic line."""
+and the question-bias ablation without the topic line.
+
+Prompts are :class:`csbench.lm.prompt.Prompt` parts: the header is the task's description, each
+example a (question block, answer) turn, the item's block the question. Their raw text is the
+paper's (``HEADER`` + the examples as ``<block> <answer>``, each followed by a blank line, + the
+item's block; :meth:`~csbench.lm.prompt.Prompt.raw`); with a chat template the header becomes the
+system message and the examples user/assistant turns (:mod:`csbench.lm.prompt`)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from ..lm.prompt import Prompt
+
 HEADER = "You are playing a game of 20 questions.\nAnswer the following question about with yes or no.\n\n"
 VARIANTS = ("zero_shot", "few_shot", "zero_shot_no_topic", "few_shot_no_topic")
-ANSWERS = (" yes", " no")
+ANSWERS = (" yes", " no")  # continuations: the target delimiter (a space) and the answer
 
 
-def item_block(question: str, topic: str | None, answer: str | None = None) -> str:
+def item_block(question: str, topic: str | None) -> str:
     """``Topic: …\\nQuestion: …\\nAnswer:`` (topic line left out when ``topic`` is None)."""
     lines = ([f"Topic: {topic}"] if topic is not None else []) + [f"Question: {question}", "Answer:"]
-    text = "\n".join(lines)
-    return text + (f" {answer}" if answer is not None else "")
+    return "\n".join(lines)
 
 
-def zero_shot(question: str, topic: str | None) -> str:
-    return HEADER + item_block(question, topic)
+def zero_shot(question: str, topic: str | None) -> Prompt:
+    return Prompt(item_block(question, topic), description=HEADER)
 
 
-def few_shot(question: str, topic: str | None, examples: list[tuple[str, str, str]]) -> str:
+def few_shot(question: str, topic: str | None, examples: list[tuple[str, str, str]]) -> Prompt:
     """``examples``: (topic, question, yes|no); the topic lines are dropped when ``topic`` is None."""
-    shots = [item_block(q, t if topic is not None else None, a) for t, q, a in examples]
-    return HEADER + "\n\n".join(shots + [item_block(question, topic)])
+    shots = tuple((item_block(q, t if topic is not None else None), a) for t, q, a in examples)
+    return Prompt(item_block(question, topic), shots=shots, description=HEADER)
 
 
 def sample_shots(train: pd.DataFrame, n_items: int, seed: int = 0, n_yes: int = 2,
@@ -45,7 +52,8 @@ def sample_shots(train: pd.DataFrame, n_items: int, seed: int = 0, n_yes: int = 
     return out
 
 
-def build_prompts(test: pd.DataFrame, train: pd.DataFrame, variant: str, seed: int = 0) -> list[str]:
+def build_prompts(test: pd.DataFrame, train: pd.DataFrame, variant: str,
+                  seed: int = 0) -> list[Prompt]:
     if variant not in VARIANTS:
         raise ValueError(f"unknown prompt variant {variant!r}; known: {VARIANTS}")
     with_topic = not variant.endswith("no_topic")
