@@ -67,8 +67,10 @@ def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatc
     keys = [("human", "exact"), ("gen-a", "exact"), ("gen-b", "exact")]
     evals = [_eval(tmp_path / f"{s}.tsv", 0.25 * (i + 1)) for i, (s, _) in enumerate(keys)]
     metas = [_meta(tmp_path / "a.json", "a", {"samples": 600, "samples_cut": 45},
-                   compute_device="cpu", compute_dtype="bfloat16"),
-             _meta(tmp_path / "b.json", "b", compute_device="served", compute_dtype="served")]
+                   compute_device="cpu", compute_dtype="bfloat16", prompt_format="raw",
+                   system_instruction=""),
+             _meta(tmp_path / "b.json", "b", compute_device="served", compute_dtype="served",
+                   prompt_format="chat", system_instruction="")]
     out = tmp_path / "summary.tsv"
     run_script("protoqa_summary", tmp_path, monkeypatch, Files(evals=evals, meta=metas),
                Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"], "cut_policy": "drop"})
@@ -83,7 +85,7 @@ def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatc
     assert prov.loc["samples_cut_share"].fillna("").tolist() == ["0.0750", "", ""]
     assert prov.loc["cut_policy"].fillna("").tolist() == ["drop", "drop", ""]
     assert R.protoqa_sampling(summary).fillna("").values.tolist() == \
-        [["a", "", "600", "0.0750", "drop"], ["b", "", "", "", "drop"]]
+        [["a", "raw", "600", "0.0750", "drop"], ["b", "chat", "", "", "drop"]]
     table = R.protoqa_table(summary)   # RESULTS.md reads the metrics as numbers, as before
     assert table.set_index("system").loc["gen-a", "max_answers@1"] == 0.5
     models = R.protoqa_models(summary)

@@ -122,7 +122,8 @@ def test_rank_job_applies_the_cut_policy_to_the_stored_samples(tmp_path, monkeyp
                                                " fres"], [" tea", " tea."]],
                           [[False, False, True], [True, False]])
     samples = tmp_path / "samples.parquet"
-    write_parquet(stamp(table, model_dir, SERVED_COMPUTE), samples)
+    write_parquet(stamp(table, model_dir, SERVED_COMPUTE,
+                        {"prompt_format": "raw", "system_instruction": ""}), samples)
     got = {}
     for policy in ("keep", "drop", "complete_words"):
         out = tmp_path / f"{policy}.json"

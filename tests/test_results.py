@@ -49,15 +49,17 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
             pq[f"{sim}/{system}"] = [0.1 * (k + 1) for k in range(len(pq["metric"]))]
     if compute:  # protoqa_summary: the sampling baselines' provenance rows below the metrics,
         # then their sampling rows (a chat-prompt variant of m1 is a model of its own)
-        # (the prompt_format row: as the summary records it with the chat-template setting)
-        sampling = {"gen-m1": ["raw", "1500", "0.2340", "complete_words"],
-                    "gen-m1-chat": ["chat", "1500", "0.0127", "complete_words"]}
-        pq["metric"] += [*prov, "prompt_format", "samples", "samples_cut_share", "cut_policy"]
+        # (its prompt columns: each model's own)
+        base = {k: v for k, v in prov.items() if k not in ("prompt_format", "system_instruction")}
+        sampling = {"gen-m1": ["raw", "", "1500", "0.2340", "complete_words"],
+                    "gen-m1-chat": ["chat", "", "1500", "0.0127", "complete_words"]}
+        pq["metric"] += [*base, "prompt_format", "system_instruction", "samples",
+                         "samples_cut_share", "cut_policy"]
         for col in pq:
             if col != "metric":
                 gen = col.partition("/")[2]
-                pq[col] += [str(v) if gen in sampling else "" for v in prov.values()]
-                pq[col] += sampling.get(gen, ["", "", "", ""])
+                pq[col] += [str(v) if gen in sampling else "" for v in base.values()]
+                pq[col] += sampling.get(gen, [""] * 5)
     cal = {"auroc": 0.65, "auroc_ci_low": 0.6, "auroc_ci_high": 0.7, "cal_accuracy": 0.6,
            "cal_accuracy_ci_low": 0.55, "cal_accuracy_ci_high": 0.65, "cal_f1": 0.62, "cal_f1_ci_low": 0.5,
            "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
@@ -163,8 +165,9 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     # the Models table: one row per model and table, with what computed it
     models = md[md.index("## Models"):]
     lm = "| pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |"
-    for row in (f"| m1 | WinoWhat {lm}", f"| m1 | ProtoQA sampling {lm}",
-                f"| m1 | 20Q yes/no, CSQA2 dev {lm}",
+    for row in (f"| m1 | WinoWhat {lm}", f"| m1 | 20Q yes/no, CSQA2 dev {lm}",
+                "| m1 | ProtoQA sampling | pypi:x==1 | Q4 | False | cpu | bfloat16 | raw |  |",
+                "| m1-chat | ProtoQA sampling | pypi:x==1 | Q4 | False | cpu | bfloat16 | chat |  |",
                 "| qa | QADS QA, training fine-tuned (article folds) | pypi:x==1 | Q4 | False | cpu "
                 "| float32 |  |  |"):
         assert row in models, models
