@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from csbench.runtime import job_environment
+from protoqa_generate import add_sampling_args  # bench/ (the script's own directory)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 job_environment()                 # as in the workflow's jobs: OMP_WAIT_POLICY=PASSIVE (before torch)
@@ -77,13 +78,7 @@ def main():
     ap.add_argument("--questions", required=True, help="ProtoQA dev.crowdsourced.jsonl")
     ap.add_argument("--n-questions", type=int, default=None, help="first N questions (all)")
     ap.add_argument("--samples", required=True, help="samples file (written once, then read)")
-    ap.add_argument("--num-samples", type=int, default=300)
-    ap.add_argument("--chunk", type=int, default=100)
-    ap.add_argument("--max-new-tokens", type=int, default=20)
-    ap.add_argument("--temperature", type=float, default=0.69)
-    ap.add_argument("--top-p", type=float, default=0.9)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
+    add_sampling_args(ap)
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--block", type=int, default=4, help="questions per sampling call")
     ap.add_argument("--max-minutes", type=float, default=10.0,

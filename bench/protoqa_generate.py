@@ -60,12 +60,9 @@ def baseline_module(rev: str):
     return mod
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model-dir", required=True)
-    ap.add_argument("--questions", required=True, help="ProtoQA dev.crowdsourced.jsonl")
-    ap.add_argument("--n-questions", type=int, default=8, help="first N questions of the file")
-    ap.add_argument("--skip", type=int, default=0, help="after skipping this many")
+def add_sampling_args(ap) -> None:
+    """The baseline's sampling settings (the workflow's defaults) and the thread count; also
+    bench/protoqa_cut.py's."""
     ap.add_argument("--num-samples", type=int, default=300)
     ap.add_argument("--chunk", type=int, default=100)
     ap.add_argument("--max-new-tokens", type=int, default=20)
@@ -73,6 +70,15 @@ def main():
     ap.add_argument("--top-p", type=float, default=0.9)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model-dir", required=True)
+    ap.add_argument("--questions", required=True, help="ProtoQA dev.crowdsourced.jsonl")
+    ap.add_argument("--n-questions", type=int, default=8, help="first N questions of the file")
+    ap.add_argument("--skip", type=int, default=0, help="after skipping this many")
+    add_sampling_args(ap)
     ap.add_argument("--workers", type=int, default=None,
                     help="prompts sampled at once (default: --threads)")
     ap.add_argument("--dtype", default="float32")
