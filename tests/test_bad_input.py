@@ -942,10 +942,10 @@ def test_model_table_that_is_not_this_models_is_refused(tmp_path, case):
     elif case == "two-dtypes":
         other = _model_table("m1").assign(compute_dtype="bfloat16")
         write_parquet(pd.concat([_model_table("m1"), other]), path)
-        needle = "rows of more than one model source or compute set-up"
+        needle = "rows of more than one model source, compute set-up or prompt format"
     else:
         write_parquet(pd.concat([_model_table("m1"), _model_table("m1", "hf:a/b")]), path)
-        needle = "rows of more than one model source or compute set-up"
+        needle = "rows of more than one model source, compute set-up or prompt format"
     with pytest.raises(InputError) as exc:
         read_model_table(path, "m1")
     names(exc, path, None)

@@ -34,52 +34,9 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..modelspec import lm_spec, on_off
+from ..prompt import Prompt, as_prompt  # noqa: F401 - Prompt: the tasks' parts (torch-free)
 
 log = logging.getLogger(__name__)
-
-@dataclass(frozen=True)
-class Prompt:
-    """A context in lm-eval's parts; ``shots``: (question, answer) examples, in order."""
-    question: str
-    shots: tuple[tuple[str, str], ...] = ()
-    description: str = ""
-    target_delimiter: str = " "
-    fewshot_delimiter: str = "\n\n"
-
-    def system(self, instruction: str | None = None) -> str:
-        """The system prompt: the instruction and the description, joined by the few-shot
-        delimiter unless either has whitespace at the join (lm-eval's ``maybe_delimit``)."""
-        return join_delimited(instruction or "", self.description, self.fewshot_delimiter)
-
-    def raw(self, instruction: str | None = None) -> str:
-        """The plain text of this context (no chat template)."""
-        shots = "".join(q + self.target_delimiter + a + self.fewshot_delimiter
-                        for q, a in self.shots)
-        return self.system(instruction) + shots + self.question
-
-    def messages(self, instruction: str | None = None) -> list[dict[str, str]]:
-        """The chat messages of this context: system (if any), the examples as turns, the
-        question."""
-        system = self.system(instruction)
-        out = [{"role": "system", "content": system}] if system else []
-        for q, a in self.shots:
-            out += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
-        return out + [{"role": "user", "content": self.question}]
-
-
-def join_delimited(prefix: str, suffix: str, delimiter: str) -> str:
-    """``prefix + delimiter + suffix``, without the delimiter when either is empty or has
-    whitespace at the join."""
-    if not prefix or not suffix:
-        return prefix or suffix
-    if prefix[-1].isspace() or suffix[0].isspace():
-        return prefix + suffix
-    return prefix + delimiter + suffix
-
-
-def as_prompt(context) -> Prompt:
-    return context if isinstance(context, Prompt) else Prompt(str(context))
-
 
 @dataclass(frozen=True)
 class PromptFormat:

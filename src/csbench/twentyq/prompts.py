@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..lm.prompt import Prompt
+from ..prompt import Prompt
 
 HEADER = "You are playing a game of 20 questions.\nAnswer the following question about with yes or no.\n\n"
 VARIANTS = ("zero_shot", "few_shot", "zero_shot_no_topic", "few_shot_no_topic")
