@@ -303,17 +303,23 @@ def protoqa_table(summary: pd.DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
+def _sampling_columns(summary: pd.DataFrame) -> dict[str, pd.Series]:
+    """Model name -> its sampling baseline's first column of summary.tsv (indexed by metric),
+    in column order."""
+    s = summary.set_index("metric")
+    out: dict[str, pd.Series] = {}
+    for col in s.columns:
+        system = col.partition("/")[2].removesuffix(" (random weights)")
+        if system.startswith("gen-") and system[4:] not in out:
+            out[system[4:]] = s[col]
+    return out
+
+
 def protoqa_models(summary: pd.DataFrame) -> pd.DataFrame:
     """The sampling baselines' models with the provenance rows of summary.tsv (one row per model;
     a summary written before it had them gives the models alone)."""
-    s = summary.set_index("metric")
-    rows = {}
-    for col in s.columns:
-        system = col.partition("/")[2].removesuffix(" (random weights)")
-        if system.startswith("gen-") and system[4:] not in rows:
-            rows[system[4:]] = {"model": system[4:], **{c: s[col][c] for c in MODEL_COLUMNS
-                                                        if c in s.index}}
-    return pd.DataFrame(list(rows.values()))
+    return pd.DataFrame([{"model": m, **{c: col[c] for c in MODEL_COLUMNS if c in col.index}}
+                         for m, col in _sampling_columns(summary).items()])
 
 
 PQ_SAMPLING_ROWS = ("samples", "samples_cut_share", "cut_policy")  # csbench.protoqa.SAMPLING_ROWS
@@ -324,14 +330,10 @@ def protoqa_sampling(summary: pd.DataFrame) -> pd.DataFrame:
     its own, beside the raw-prompt one): its prompt format where the summary records one
     (``prompt_format`` row), samples drawn, the share that ``max_new_tokens`` cut, the cut policy
     (empty for a summary written before these rows existed)."""
-    s = summary.set_index("metric")
     keys = ("prompt_format", *PQ_SAMPLING_ROWS)
-    rows = {}
-    for col in s.columns:
-        system = col.partition("/")[2].removesuffix(" (random weights)")
-        if system.startswith("gen-") and system[4:] not in rows:
-            rows[system[4:]] = {"model": system[4:], **{r: s[col].get(r, "") for r in keys}}
-    return pd.DataFrame(list(rows.values()), columns=["model", *keys])
+    return pd.DataFrame([{"model": m, **{r: col.get(r, "") for r in keys}}
+                         for m, col in _sampling_columns(summary).items()],
+                        columns=["model", *keys])
 
 
 def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:

@@ -38,6 +38,7 @@ from ..prompt import Prompt, as_prompt  # noqa: F401 - Prompt: the tasks' parts 
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class PromptFormat:
     """``chat``: apply the tokenizer's chat template; ``system_instruction``: text before the
