@@ -21,6 +21,15 @@ csbench with ``lm.chat_template: on`` (``lm.system_instruction``), lm-eval with
 ``apply_chat_template=True`` (``system_instruction``), as its ``--apply_chat_template`` does; the
 report then also compares every request's text (``requests_equal``: context and continuation as
 lm-eval built them vs as csbench renders them).
+
+``--empty-context`` checks requests with an EMPTY context instead (as the 20Q topic-frequency job
+scores ``("", " <topic>")``): each distinct option of the items given as the continuation
+``" <option>"``, scored by both systems one request at a time; the report gives the largest
+|difference| and how many requests have the same token ids (lm-eval's, captured where it hands
+them to ``_loglikelihood_tokens``, vs csbench's ``encode_many``)::
+
+    <lmeval-venv>/bin/python bench/winowhat_lmeval.py --model-dir resources/models/gemma3-270m \
+        --empty-context --limit 40 --out bench/out/empty_context_gemma3.json
 """
 from __future__ import annotations
 
@@ -131,6 +140,35 @@ def run_csbench(model_dir, dev_rows, device, dtype, batch_size, chat=False, syst
     return ll, secs, dict(scorer.stats), scorer, reqs
 
 
+def empty_context_check(model_dir, dev_rows, device, dtype) -> dict:
+    """csbench vs lm-eval on ``("", " <option>")`` requests: scores and token ids."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    from csbench.lm import open_scorer
+
+    options = dict.fromkeys(d[k] for d in dev_rows for k in ("option1", "option2"))
+    reqs = [("", " " + o) for o in options]
+    scorer = open_scorer(model_dir, {"device": device, "dtype": dtype, "batch_size": 1})
+    ours, ours_ids = scorer.loglikelihood(reqs), scorer.encode_many(reqs)
+    lm = HFLM(pretrained=str(model_dir), device=device, dtype=dtype, batch_size=1)
+    their_ids, inner = [], lm._loglikelihood_tokens
+
+    def capture(new_reqs, **kw):
+        their_ids.extend((list(c), list(x)) for _, c, x in new_reqs)
+        return inner(new_reqs, **kw)
+
+    lm._loglikelihood_tokens = capture
+    theirs = lm.loglikelihood([Instance("loglikelihood", {}, r, i) for i, r in enumerate(reqs)],
+                              disable_tqdm=True)
+    diffs = [abs(o[0] - t[0]) for o, t in zip(ours, theirs)]
+    return {"model": str(model_dir), "device": device, "dtype": dtype, "requests": len(reqs),
+            "example": {"request": reqs[0], "csbench_ids": ours_ids[0],
+                        "lm_eval_ids": their_ids[0]},
+            "max_abs_diff": max(diffs), "n_over_1e-4": sum(d > 1e-4 for d in diffs),
+            "token_ids_equal": sum(o == t for o, t in zip(ours_ids, their_ids))}
+
+
 def measure_peak(device, dtype) -> float:
     """Practical peak (TFLOP/s): the best of five 2048^3 matmuls."""
     import torch
@@ -177,6 +215,8 @@ def main(argv=None):
                          "lm-eval apply_chat_template=True)")
     ap.add_argument("--system-instruction", default=None,
                     help="system instruction for both (lm.system_instruction / system_instruction)")
+    ap.add_argument("--empty-context", action="store_true",
+                    help="compare empty-context requests (\" <option>\" after \"\") instead")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     import torch
@@ -189,6 +229,10 @@ def main(argv=None):
     dev_rows = [json.loads(line) for line in open(a.dev, encoding="utf-8") if line.strip()]
     if a.limit:
         dev_rows = dev_rows[:a.limit]
+    if a.empty_context:
+        report = empty_context_check(model_dir, dev_rows, a.device, a.dtype)
+        return _write(report, a.out, report["n_over_1e-4"] == 0
+                      and report["token_ids_equal"] == report["requests"])
     bs = a.batch_size if a.batch_size == "auto" else int(a.batch_size)
     chat, system = a.apply_chat_template, a.system_instruction
     ours, secs, stats, scorer, reqs = run_csbench(model_dir, dev_rows, a.device, a.dtype, bs,
@@ -259,13 +303,18 @@ def main(argv=None):
         report["lm_eval"]["mfu"] = their_flops / their_secs / 1e12 / peak
         # the harness's time for csbench's amount of work: utilisation it would need to match
         report["lm_eval"]["mfu_same_flops"] = flops / their_secs / 1e12 / peak
+    return _write(report, a.out, report["agreement"]["n_over_1e-4"] == 0 and pred_o == pred_t
+                  and same_text == len(rendered))
+
+
+def _write(report: dict, out, ok: bool) -> int:
+    """Print the report, write it to ``out`` (if given); the exit status: 0 if ``ok``."""
     text = json.dumps(report, indent=1)
     print(text)
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(text)
-    return 0 if (report["agreement"]["n_over_1e-4"] == 0 and pred_o == pred_t
-                 and same_text == len(rendered)) else 1
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -26,6 +26,25 @@ def tiny_lm_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_bos_lm_dir(tiny_lm_dir, tmp_path_factory) -> Path:
+    """``tiny_lm_dir`` with a tokenizer that adds its start token to every text (as Llama's or
+    Gemma's do; the tiny one adds none)."""
+    import shutil
+
+    from tokenizers.processors import TemplateProcessing
+
+    from csbench.models import load_tokenizer
+
+    dst = tmp_path_factory.mktemp("tiny-gpt2-bos") / "m"
+    shutil.copytree(tiny_lm_dir, dst)
+    tok = load_tokenizer(dst)
+    tok._tokenizer.post_processor = TemplateProcessing(
+        single=f"{tok.bos_token} $A", special_tokens=[(tok.bos_token, tok.bos_token_id)])
+    tok.save_pretrained(dst)
+    return dst
+
+
+@pytest.fixture(scope="session")
 def tiny_neox_dir(tmp_path_factory) -> Path:
     from csbench.models import build_random_model
 

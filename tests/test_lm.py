@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from csbench.lm import encode_pair, open_scorer
+from csbench.lm import RequestError, encode_pair, open_scorer
 
 REQS = [
     ("The cat sat on the", " mat."),
@@ -49,6 +49,50 @@ def test_encode_pair_follows_the_harness(scorer):
     assert ctx + cont == tok.encode("The cat sat on the rug")
     ctx, cont = encode_pair(tok, "", "Only text", 7)
     assert ctx == [7] and cont == tok.encode("Only text")
+
+
+def lm_eval_empty_context(tok, prefix_token_id, continuation):
+    """lm-evaluation-harness 0.4.13's token ids of ("", continuation) (TemplateLM.loglikelihood,
+    lm_eval/api/model.py), copied as the reference."""
+    continuation_enc = tok.encode(continuation, add_special_tokens=False)
+    return (([prefix_token_id], continuation_enc) if prefix_token_id != continuation_enc[0]
+            else (continuation_enc[:1], continuation_enc[1:]))
+
+
+@pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_bos_lm_dir"])
+def test_empty_context_follows_lm_eval(fixture, request):
+    """An empty context: the prefix token, then the continuation WITHOUT special tokens (a
+    tokenizer that adds a start token adds none there); a continuation that starts with the
+    prefix token has it as its context. Same ids from encode_pair, encode and encode_many, and
+    the scores are those of these ids."""
+    s = local(request.getfixturevalue(fixture), batch_size=4)
+    tok, bos = s.tokenizer, s.encoder.prefix_token_id
+    adds_bos = fixture == "tiny_bos_lm_dir"
+    assert (tok.encode(" cat")[0] == bos) == adds_bos  # the fixture's tokenizer does what it says
+    reqs = [("", " cat sat"), ("", "Only text"), ("", tok.bos_token + " cat"),
+            ("The cat", " sat"), ("", " cat sat")]
+    want = [lm_eval_empty_context(tok, bos, x) for _, x in reqs[:3]]
+    assert want[0][0] == [bos] and want[0][1] == tok.encode(" cat sat", add_special_tokens=False)
+    assert bos not in want[0][1]
+    assert want[2] == ([bos], tok.encode(" cat", add_special_tokens=False))  # its own start token
+    got = s.encode_many(reqs)
+    assert got[:3] == want and got[4] == want[0]
+    assert [encode_pair(tok, c, x, bos) for c, x in reqs[:3]] == want
+    assert [s.encode(c, x) for c, x in reqs[:3]] == want
+    assert (got[3][0][0] == bos) == adds_bos  # a non-empty context: the tokenizer's default
+    scores = s.loglikelihood(reqs)
+    for (c, x), (lp, n), (_, cont) in zip(reqs, scores, got):
+        ref_lp, ref_n = naive(s, c, x)
+        assert n == ref_n == len(cont) and abs(lp - ref_lp) <= 1e-5
+
+
+def test_empty_context_with_nothing_to_score_is_refused(tiny_lm_dir):
+    """A continuation that is only the prefix token leaves no continuation tokens (lm-eval
+    fails on it too): refused naming the request."""
+    s = local(tiny_lm_dir)
+    assert encode_pair(s.tokenizer, "", s.tokenizer.bos_token, s.encoder.prefix_token_id)[1] == []
+    with pytest.raises(RequestError, match="request 1: .*the continuation has no tokens"):
+        s.loglikelihood([("", " cat"), ("", s.tokenizer.bos_token)])
 
 
 @pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_neox_dir"])

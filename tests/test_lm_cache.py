@@ -184,3 +184,27 @@ def test_refresh_cache_reads_nothing_and_overwrites(tiny_lm_dir, tmp_path, refer
     assert same(fresh.loglikelihood(REQS, keys=KEYS), reference) and fresh.stats["cached"] == 0
     after = scorer(tiny_lm_dir, tmp_path)
     assert same(after.loglikelihood(REQS, keys=KEYS), reference) and after.stats["cached"] == 4
+
+
+def test_empty_context_scores_cached_before_lm_eval_encoding_are_never_read(tiny_bos_lm_dir,
+                                                                            tmp_path):
+    """Empty-context scores cached under the old encoding (the continuation with the
+    tokenizer's start token) have the old request hash: never read again; every other request's
+    hash is unchanged, so its cached score is still read."""
+    import hashlib
+
+    def old_hash(c, x):
+        return hashlib.sha1(f"{c}\x1f{x}".encode("utf-8")).hexdigest()
+
+    reqs, keys = [("", " cat"), REQS[0]], ["topic/cat", KEYS[0]]
+    assert request_fingerprint(*reqs[1]) == old_hash(*reqs[1])
+    assert request_fingerprint(*reqs[0]) != old_hash(*reqs[0])
+    s = scorer(tiny_bos_lm_dir, tmp_path)
+    s.cache.put([(k, old_hash(*r), -99.0, 2) for k, r in zip(keys, reqs)])
+    got = scorer(tiny_bos_lm_dir, tmp_path).loglikelihood(reqs, keys=keys)
+    plain = open_scorer(tiny_bos_lm_dir, {"device": "cpu"})
+    assert got[1] == (-99.0, 2)  # not an empty context: the cached row is read
+    assert same(got[:1], plain.loglikelihood(reqs[:1]))  # scored anew: " cat", no start token
+    assert got[0][1] == len(plain.tokenizer.encode(" cat", add_special_tokens=False))
+    again = scorer(tiny_bos_lm_dir, tmp_path)
+    assert again.loglikelihood(reqs, keys=keys) == got and again.stats["cached"] == 2

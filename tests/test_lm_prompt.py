@@ -34,17 +34,11 @@ NO_SYSTEM = ("{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' 
 FAST = dict(max_concurrency=2, timeout=5, retries=1, backoff=0.01)
 
 
-def with_template(src, dst, template, add_bos=False):
-    """A copy of the model directory ``src`` whose tokenizer has ``template`` (and, with
-    ``add_bos``, adds its start token to every text, as Llama or Gemma tokenizers do)."""
+def with_template(src, dst, template):
+    """A copy of the model directory ``src`` whose tokenizer has ``template``."""
     shutil.copytree(src, dst)
     tok = load_tokenizer(dst)
     tok.chat_template = template
-    if add_bos:
-        from tokenizers.processors import TemplateProcessing
-
-        tok._tokenizer.post_processor = TemplateProcessing(
-            single=f"{tok.bos_token} $A", special_tokens=[(tok.bos_token, tok.bos_token_id)])
     tok.save_pretrained(dst)
     return dst
 
@@ -55,8 +49,8 @@ def chat_dir(tiny_lm_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def bos_dir(tiny_lm_dir, tmp_path_factory):
-    return with_template(tiny_lm_dir, tmp_path_factory.mktemp("bos") / "m", NO_SYSTEM, add_bos=True)
+def bos_dir(tiny_bos_lm_dir, tmp_path_factory):
+    return with_template(tiny_bos_lm_dir, tmp_path_factory.mktemp("bos") / "m", NO_SYSTEM)
 
 
 CHAT = PromptFormat(chat=True)

@@ -76,7 +76,9 @@ Tokenisation follows lm-evaluation-harness exactly (so scores mean what the harn
 trailing whitespace of the context moves to the start of the continuation; the continuation's
 tokens are those of ``tokenize(context + continuation)`` after the first ``len(tokenize(context))``;
 an empty context is replaced by the start-of-text token (the end-of-text token if the
-tokenizer has none). Sequences longer than the model's window
+tokenizer has none) and its continuation is tokenised without special tokens (a tokenizer's own
+start token is not added again; a continuation that starts with that token has it as its
+context). Sequences longer than the model's window
 are left-truncated as the harness does (the last ``window + 1`` tokens of context + continuation),
 counted and logged; a continuation that does not fit in the window is an error (the harness
 asserts it never happens). Every log-probability that enters a score is finite and <= 0 (up to

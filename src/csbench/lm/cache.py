@@ -46,8 +46,26 @@ LOGPROB_TOLERANCE = 1e-4
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 
+# The version of an empty-context request's token ids (see :func:`request_fingerprint`).
+EMPTY_CONTEXT_VERSION = 2
+
+
 def request_fingerprint(context: str, continuation: str) -> str:
-    """Stable hash of one request's text (part of the cache key)."""
+    """Stable hash of one request's text (part of the cache key).
+
+    An empty-context request's hash also names :data:`EMPTY_CONTEXT_VERSION`, because its
+    score changed without its text changing: before version 2 the local engine encoded such a
+    continuation with the tokenizer's default special tokens, so under a tokenizer that adds a
+    start token (Gemma-3, Llama) the cached score included ``log p(<bos> | <bos>)``; since then
+    it is encoded as lm-evaluation-harness 0.4.13 does (no special tokens,
+    :func:`csbench.lm.plan.empty_context_pair`). The old rows keep their old hash, so they are
+    never read again (their requests are scored anew), while every other cached score, whose
+    encoding did not change, stays valid. (The served backend shares this hash: its
+    empty-context answers, which did not change, are asked once more.) The versioned text
+    holds a 0xff byte, which no UTF-8 text holds, so it equals no other request's."""
+    if context == "":
+        return hashlib.sha1(b"empty-context-v%d\xff" % EMPTY_CONTEXT_VERSION
+                            + continuation.encode("utf-8")).hexdigest()
     return hashlib.sha1(f"{context}\x1f{continuation}".encode("utf-8")).hexdigest()
 
 

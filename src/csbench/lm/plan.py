@@ -3,7 +3,8 @@ ordered before any model or server sees them.
 
 * :func:`split_pair`: lm-evaluation-harness's text convention (trailing whitespace of the context
   moves to the continuation); :func:`encode_pair`: its token ids (:func:`special_tokens`: no
-  start token added to a text that begins with it, as a chat template's output does); :func:`model_window` and
+  start token added to a text that begins with it, as a chat template's output does;
+  :func:`empty_context_pair`: an empty context); :func:`model_window` and
   :func:`truncated_tokens`: the model's window and the harness's left truncation to it.
 * Local backend (token level): :func:`build_rows` packs requests into model rows (single-token
   continuations sharing a context share a row), :func:`group_prefixes` groups rows that share a
@@ -42,7 +43,8 @@ def encode_pair(tokenizer, context: str, continuation: str, prefix_token_id: int
 
     ``add_special_tokens=None`` uses the tokenizer's default (as the harness does when its
     ``add_bos_token`` is unset); a text that starts with the text of ``prefix_token_id`` gets no
-    special tokens (:func:`special_tokens`).
+    special tokens (:func:`special_tokens`). An empty context: :func:`empty_context_pair` (the
+    continuation without special tokens, after ``prefix_token_id``).
     """
     start = tokenizer.decode(prefix_token_id)
 
@@ -50,11 +52,25 @@ def encode_pair(tokenizer, context: str, continuation: str, prefix_token_id: int
         return tokenizer.encode(s, **special_tokens(s, start, add_special_tokens))
 
     if context == "":
-        return [prefix_token_id], enc(continuation)
+        return empty_context_pair(tokenizer.encode(continuation, add_special_tokens=False),
+                                  prefix_token_id)
     context, continuation = split_pair(context, continuation)
     whole = enc(context + continuation)
     ctx = enc(context)
     return ctx, whole[len(ctx):]
+
+
+def empty_context_pair(continuation_ids: list[int],
+                       prefix_token_id: int) -> tuple[list[int], list[int]]:
+    """Token ids of an empty-context request as lm-evaluation-harness 0.4.13 builds them, from
+    its continuation's ids WITHOUT special tokens (``add_special_tokens=False``, whatever the
+    tokenizer's default: a tokenizer that adds a start token, as Gemma's, adds none here): the
+    context is ``[prefix_token_id]``, unless the continuation itself starts with that token,
+    which then becomes the context. An empty continuation stays empty (refused later as a
+    request whose continuation has no tokens; the harness fails on it with an IndexError)."""
+    if continuation_ids and continuation_ids[0] == prefix_token_id:
+        return list(continuation_ids[:1]), list(continuation_ids[1:])
+    return [prefix_token_id], list(continuation_ids)
 
 
 def model_window(config, default: int = 2048) -> int:

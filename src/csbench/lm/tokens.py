@@ -5,7 +5,7 @@ counted)."""
 from __future__ import annotations
 
 from .base import RequestError, describe_request
-from .plan import encode_pair, special_tokens, split_pair, truncated_tokens
+from .plan import empty_context_pair, encode_pair, special_tokens, split_pair, truncated_tokens
 
 
 class Encoder:
@@ -28,28 +28,28 @@ class Encoder:
 
     def encode_many(self, requests) -> list[tuple[list[int], list[int]]]:
         """:meth:`encode` for many requests with batched tokenizer calls (same token ids); each
-        distinct text is tokenised once."""
-        pairs, texts = [], []
+        distinct text is tokenised once per ``add_special_tokens`` it needs (an empty
+        context's continuation: none, :func:`~csbench.lm.plan.empty_context_pair`)."""
+        pairs, texts = [], []  # texts: (text, add_special_tokens; None = the default)
         for context, continuation in requests:
             if context == "":
                 pairs.append(None)
-                texts.append(continuation)
+                texts.append((continuation, False))
                 continue
             context, continuation = split_pair(context, continuation)
             pairs.append(len(texts))
-            texts += [context, context + continuation]
-        uniq = list(dict.fromkeys(texts))
-        groups: dict = {}  # texts that start with the start token's text get no special tokens
-        for t in uniq:
-            groups.setdefault(self._special(t), []).append(t)
-        got: dict[str, list[int]] = {}
+            texts += [(t, self._special(t)) for t in (context, context + continuation)]
+        groups: dict = {}  # per add_special_tokens, the distinct texts
+        for t, special in dict.fromkeys(texts):
+            groups.setdefault(special, []).append(t)
+        got: dict[tuple, list[int]] = {}
         for special, part in groups.items():
-            got.update(zip(part, self._tokenize(part, special)))
+            got.update(((t, special), ids) for t, ids in zip(part, self._tokenize(part, special)))
         ids = [got[t] for t in texts]
         out, k = [], 0
         for p in pairs:
             if p is None:
-                out.append(([self.prefix_token_id], list(ids[k])))
+                out.append(empty_context_pair(ids[k], self.prefix_token_id))
                 k += 1
             else:
                 ctx, whole = list(ids[k]), list(ids[k + 1])
