@@ -50,7 +50,7 @@ from .plan import split_pair, text_order
 from .prompt import Formatter, PromptFormat
 from .served_http import FEATURES, Endpoint, ServedClient, ServedError
 from .served_sample import ServedSampler
-from .served_score import EchoScoring
+from .served_score import EchoScoring, special_texts
 
 log = logging.getLogger(__name__)
 SERVED = default("lm.served")  # the schema's defaults of lm.served, for callers without a config
@@ -75,11 +75,15 @@ class ServedScorer(Scorer):
         # chat format without it samples through /chat/completions and cannot be scored
         self.formatter = Formatter(prompt_format, tokenizer, endpoint.label())
         self.model_key = endpoint.key()
+        if self.formatter.format.chat and self.formatter.renders_here:
+            # chat scores from before the start token was sent once and offsets were counted
+            # past the special tokens a server leaves out of its echo are not read back
+            self.model_key += ":chat-echo2"
         self.cache = ScoreCache(cache_dir, self.model_key, refresh_cache) if cache_dir else None
         self.stats.update(http_requests=0, retries=0, samples_cached=0, clamped_logprobs=0)
         # fails now when the key's variable is missing
         self.client = ServedClient(endpoint, self.stats, max_concurrency, timeout, retries, backoff)
-        self.echo = EchoScoring(self.client, self._request)
+        self.echo = EchoScoring(self.client, self._request, special_texts(tokenizer))
         self.sampler = ServedSampler(self.client, self._request, self.formatter, self.cache)
         self._checked: set[str] = set()
 

@@ -1,9 +1,10 @@
 """Log-likelihoods from a served model (:mod:`csbench.lm.served`): the prompt ``context +
 continuation`` is sent with ``max_tokens=1, echo=true, logprobs=1`` (as lm-evaluation-harness's
 ``local-completions`` does), and the echoed prompt tokens whose text reaches past the context
-are the continuation's (``text_offset``). Every echoed log-probability that enters a score is
-checked (:func:`csbench.lm.cache.logprob_problem`); values in (0, ``LOGPROB_TOLERANCE``] count
-as 0. The start-of-job check (:meth:`EchoScoring.check`) finds whether the echoed log-probs are
+are the continuation's (``text_offset``, read as a position in the prompt as sent:
+:func:`sent_positions`; a prompt that begins with the start token is sent once as it is). Every
+echoed log-probability that enters a score is checked
+(:func:`csbench.lm.cache.logprob_problem`); values in (0, ``LOGPROB_TOLERANCE``] count as 0. The start-of-job check (:meth:`EchoScoring.check`) finds whether the echoed log-probs are
 aligned, or aligned only after the model's start token (start-token mode: ``empty_context`` is
 then sent before every scored prompt)."""
 from __future__ import annotations
@@ -22,11 +23,17 @@ class EchoScoring:
     """(summed log-prob, n tokens) of requests through ``/completions`` echo. ``request``: the
     scorer's door for every request (:meth:`csbench.lm.served.ServedScorer._request`)."""
 
-    def __init__(self, client: ServedClient, request):
+    def __init__(self, client: ServedClient, request, specials=()):
         self.client = client
         self.endpoint = client.endpoint
         self.request = request
         self.prefix = ""  # sent before every scored prompt (start-token mode, see check)
+        # special-token texts a server may leave out of its echo (sent_positions): the start
+        # token, and those of the tokenizer that renders the prompt format, by first character
+        self._unechoed: dict[str, list[str]] = {}
+        for text in sorted({*specials, self.endpoint.empty_context or ""} - {""}, key=len,
+                           reverse=True):
+            self._unechoed.setdefault(text[0], []).append(text)
         self._start_dist: dict | None = None
         self._lock = threading.Lock()
 
@@ -97,9 +104,12 @@ class EchoScoring:
                                   "empty_context in the spec (the model's start token)")
             context = self.endpoint.empty_context
         prompt = context + continuation
+        # a prompt that begins with the start token (a chat template's output) gets no second
+        # one, as the harness tokenises it (csbench.lm.plan.special_tokens)
+        added = "" if prompt.startswith(self.prefix) else self.prefix
         try:
             got = self.request("/completions", {"model": self.endpoint.model,
-                                                "prompt": self.prefix + prompt, "max_tokens": 1,
+                                                "prompt": added + prompt, "max_tokens": 1,
                                                 "temperature": 0.0, "echo": True, "logprobs": 1})
         except ServedError as exc:
             raise for_request(exc, what, "the prompt (context + continuation)") from None
@@ -110,12 +120,15 @@ class EchoScoring:
             raise self.endpoint.lacks("loglikelihood", "an echoed prompt came back without "
                                       "token_logprobs/text_offset (the server must support "
                                       "echo=true with logprobs)")
-        if self.prefix and "".join(lp.get("tokens") or []).startswith(self.prefix):
-            offsets = [o - len(self.prefix) for o in offsets]  # the server echoes the prefix
-        ends = list(offsets[1:]) + [len(prompt)]
         toks = list(lp.get("tokens") or [])
+        if len(toks) == len(offsets):  # positions in the prompt (the server's count may skip
+            starts = [p - len(added) for p in  # special tokens and the start token)
+                      sent_positions(added + prompt, offsets, toks, self._unechoed)]
+        else:
+            starts = list(offsets)
+        ends = starts[1:] + [len(prompt)]
         total, n = 0.0, 0
-        for i, (off, end, v) in enumerate(zip(offsets, ends, tlp)):
+        for i, (off, end, v) in enumerate(zip(starts, ends, tlp)):
             if off >= len(prompt) or max(end, off + 1) <= len(context):
                 continue  # a context token, or the one generated token
             if v is None and i == 0 and first_after_start:
@@ -123,7 +136,16 @@ class EchoScoring:
             if v is None:
                 raise self.endpoint.lacks("loglikelihood", "no log-prob for a continuation "
                                           f"token at offset {off}")
-            total += self.logprob(v, what, toks[i] if i < len(toks) else prompt[off:end], off)
+            token = toks[i] if i < len(toks) else prompt[off:end]
+            if (i < len(toks) and isinstance(token, str) and token.isascii()
+                    and not prompt.startswith(token, off)):
+                raise ServedError(
+                    f"{self.endpoint.label()}: {what}: the server echoed the token {token!r} "
+                    f"where the prompt has {prompt[off:off + len(token)]!r} (offset {off}): its "
+                    "text offsets do not count the prompt as sent (special tokens it echoes "
+                    "differently?), so the continuation's tokens cannot be told; nothing of this "
+                    "answer was cached")
+            total += self.logprob(v, what, token, off)
             n += 1
         if n == 0:
             if probe:
@@ -148,3 +170,37 @@ class EchoScoring:
             with self._lock:
                 self._start_dist = dist
         return dist.get(token)
+
+
+def sent_positions(sent: str, offsets, tokens, unechoed: dict[str, list[str]]) -> list[int]:
+    """The position in ``sent`` (the prompt as sent) of each echoed token, from its
+    ``text_offset``. A server counts offsets in the text it echoes, which may leave special
+    tokens out: llama-cpp-python drops the start token from the echo and writes other control
+    tokens as an entry with the text "" (or, for further start tokens, no entry). ``unechoed``:
+    the texts that may be missing (by first character, longest first); one found where an entry
+    begins and not echoed by it is counted in, before that entry, or as that entry when its text
+    is ""."""
+    out, shift = [], 0
+    for off, token in zip(offsets, tokens):
+        token = token if isinstance(token, str) else ""
+        pos = off + shift
+        while True:
+            text = next((t for t in unechoed.get(sent[pos:pos + 1], ())
+                         if sent.startswith(t, pos)), None)
+            if text is None or token.startswith(text):
+                break
+            shift += len(text)
+            if token == "":  # this entry is the special token, echoed as ""
+                break
+            pos += len(text)
+        out.append(pos)
+    return out
+
+
+def special_texts(tokenizer) -> set[str]:
+    """The texts of a tokenizer's special tokens (None: none)."""
+    if tokenizer is None:
+        return set()
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    return ({t.content for t in added.values() if getattr(t, "special", False)}
+            | set(getattr(tokenizer, "all_special_tokens", None) or ()))
