@@ -2,7 +2,8 @@
 /v1/completions with echo+logprobs and sampling, /v1/chat/completions with sampling (``chat``:
 off makes it answer 404), and switches for every failure the client must handle (a key, no
 log-probs, a wrong model list, 5xx/429 bursts, dying mid-run, invalid log-prob values, prompts
-longer than its context window)."""
+longer than its context window), and an echo that leaves special tokens out as llama-cpp-python's
+does (``specials``)."""
 from __future__ import annotations
 
 import json
@@ -27,6 +28,23 @@ def token_logprob(prefix: str, token: str) -> float:
     return -((zlib.crc32((prefix[-12:] + "|" + token).encode()) % 1000) / 250.0 + 0.01)
 
 
+def echo_tokens(prompt: str, specials=(), start: str = START) -> tuple[str, list[tuple[int, str]]]:
+    """The echoed text and its (offset, token) pairs as llama-cpp-python echoes a prompt holding
+    ``specials``: each a token of its own, written as "" (the start token: left out), the offsets
+    counted in the text without them."""
+    if not specials:
+        return prompt, tokens(prompt)
+    text, out = "", []
+    for part in re.split("(" + "|".join(map(re.escape, specials)) + ")", prompt):
+        if part in specials:
+            if part != start:
+                out.append((len(text), ""))
+            continue
+        out += [(len(text) + o, t) for o, t in tokens(part)]
+        text += part
+    return text, out
+
+
 def expected(context: str, continuation: str) -> tuple[float, int]:
     """What the fake server's answers sum to for one request (harness whitespace convention)."""
     n = len(context) - len(context.rstrip())
@@ -44,12 +62,14 @@ def expected(context: str, continuation: str) -> tuple[float, int]:
 class FakeServer:
     def __init__(self, model: str = "fake-lm", key: str | None = None, logprobs: bool = True,
                  honour_n: bool = True, models: list[str] | None = None, port: int = 0,
-                 shift: bool = False):
+                 shift: bool = False, start: str = START, specials=()):
         self.model, self.key, self.logprobs, self.honour_n = model, key, logprobs, honour_n
         self.models = models if models is not None else [model]
         # shift: echoed log-probs are off by one position unless the prompt starts with START
         # (as llama-cpp-python 0.3 with a model that adds no start token); START is then dropped
-        self.shift = shift
+        self.shift, self.start = shift, start
+        # specials: texts the echo leaves out as llama-cpp-python does (echo_tokens)
+        self.specials = tuple(specials)
         # poison: {substring: value}: an echoed prompt containing the substring gets ``value``
         # (NaN, inf, a positive number, a string...) as the log-prob of its last prompt token
         self.poison: dict = {}
@@ -140,9 +160,9 @@ class FakeServer:
                         return self._send(400, {"error": {
                             "message": f"Requested tokens ({want}) exceed context window of "
                                        f"{fake.n_ctx}", "type": "invalid_request_error"}})
-                started = prompt.startswith(START)
+                started = prompt.startswith(fake.start)
                 if started:
-                    prompt = prompt[len(START):]
+                    prompt = prompt[len(fake.start):]
                 if body.get("logprobs") and not body.get("echo"):  # greedy next token
                     return self._send(200, {"choices": [{"index": 0, "text": " west", "logprobs": {
                         "tokens": [" west"], "text_offset": [len(prompt)],
@@ -152,11 +172,12 @@ class FakeServer:
                 if body.get("echo"):
                     with fake.lock:
                         fake.prompts[prompt] += 1
-                    toks = tokens(prompt) + [(len(prompt), " x")]
+                    text, toks = echo_tokens(prompt, fake.specials, fake.start)
+                    toks = toks + [(len(text), " x")]
                     lp = None
                     if fake.logprobs:
                         lp = {"tokens": [t for _, t in toks], "text_offset": [o for o, _ in toks],
-                              "token_logprobs": [None if i == 0 else token_logprob(prompt[:o], t)
+                              "token_logprobs": [None if i == 0 else token_logprob(text[:o], t)
                                                  for i, (o, t) in enumerate(toks)],
                               "top_logprobs": None}
                     if lp is not None and fake.shift and not started:

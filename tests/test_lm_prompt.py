@@ -9,7 +9,7 @@ import shutil
 
 import pandas as pd
 import pytest
-from fake_openai import FakeServer
+from fake_openai import FakeServer, echo_tokens, expected
 
 from csbench.errors import ConfigError, InputError
 from csbench.lm import open_scorer
@@ -221,6 +221,44 @@ def test_served_chat_with_its_tokenizer_renders_here(tmp_path, chat_dir):
         assert text.endswith("assistant\n") and fake.prompts[text + "mat."] == 1
         sample(d, ["One fruit is"], 2, lm=lm, max_new_tokens=3)
         assert fake.sampled[-1] == s.formatter.text("One fruit is") and not fake.chats
+
+
+@pytest.fixture(scope="module")
+def chatml_dir(tiny_lm_dir, tmp_path_factory):
+    """ChatML whose <|im_start|> is the tokenizer's start token and <|im_end|> a special token,
+    as SmolLM2-Instruct's."""
+    d = with_template(tiny_lm_dir, tmp_path_factory.mktemp("chatml") / "m", CHATML)
+    tok = load_tokenizer(d)
+    tok.add_special_tokens({"bos_token": "<|im_start|>",
+                            "additional_special_tokens": ["<|im_end|>"]})
+    tok.save_pretrained(d)
+    return d
+
+
+@pytest.mark.parametrize("start_token_mode", [False, True])
+def test_served_chat_prompt_gets_one_start_token_and_its_continuation_past_left_out_specials(
+        tmp_path, chatml_dir, start_token_mode):
+    """A server that echoes a prompt as llama-cpp-python 0.3 does with SmolLM2 (the start token
+    dropped, <|im_end|> written as "", offsets counted without them; with ``shift``, log-probs
+    aligned only after the start token): a chat prompt, which begins with the start token, is
+    sent as it is (never after a second start token, in start-token mode too), and its
+    continuation's tokens are those past the context in the prompt, not in the echoed text."""
+    start = "<|im_start|>"
+    lm = {"served": FAST, "chat_template": True}
+    with FakeServer(shift=start_token_mode, start=start, specials=(start, "<|im_end|>")) as fake:
+        d = served_dir(tmp_path, fake.base_url, tokenizer=str(chatml_dir), empty_context=start)
+        s = open_scorer(d, lm, tmp_path / "cache")
+        assert s._prefix == (start if start_token_mode else "")
+        reqs = [(Prompt("Is a cat alive?"), " yes"), (Prompt("Is a stone alive?"), " no"),
+                ("The cat sat on the", " mat.")]
+        got = s.loglikelihood(reqs)
+        for (c, x), score in zip(reqs, got):
+            ctx, cont = s.formatter.request(c, x)
+            assert ctx.startswith(start)
+            assert fake.prompts[ctx[len(start):] + cont] == 1  # the one start token dropped
+            text, _ = echo_tokens(ctx[len(start):], fake.specials, start)
+            assert score == pytest.approx(expected(text, cont), abs=1e-9)
+        assert not any(p.startswith(start) for p in fake.prompts)
 
 
 def test_served_tokenizer_must_exist(tmp_path):

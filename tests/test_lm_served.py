@@ -311,6 +311,64 @@ def test_shifted_echo_logprobs_are_detected_and_fixed_by_the_start_token(tmp_pat
         assert s.loglikelihood([("", " cat")]) == [pytest.approx(expected("", " cat"))]
 
 
+# llama-cpp-python 0.3.36 serving SmolLM2-135M-Instruct (Q4_1), echoing a ChatML prompt with
+# max_tokens=1: the start token left out, <|im_end|> written as "", offsets counted without both
+CHATML_PROMPT = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by "
+                 "Hugging Face<|im_end|>\n<|im_start|>user\nIs a cat an animal? Answer yes or "
+                 "no.<|im_end|>\n<|im_start|>assistant\nyes")
+CHATML_TOKENS = ["system", "\n", "You", " are", " a", " helpful", " AI", " assistant", " named",
+                 " Sm", "ol", "LM", ",", " trained", " by", " H", "ugging", " Face", "", "\n",
+                 "user", "\n", "Is", " a", " cat", " an", " animal", "?", " Answer", " yes", " or",
+                 " no", ".", "", "\n", "ass", "istant", "\n", "yes", "."]
+CHATML_OFFSETS = [0, 6, 7, 10, 14, 16, 24, 27, 37, 43, 46, 48, 50, 51, 59, 62, 64, 70, 75, 75, 76,
+                  80, 81, 83, 85, 89, 92, 99, 100, 107, 111, 114, 117, 118, 118, 119, 122, 128,
+                  129, 132]
+
+
+def test_a_llama_cpp_echo_of_a_chat_prompt_is_read_in_the_prompts_positions():
+    """In start-token mode a chat prompt (which begins with the start token) is sent once as it
+    is, and its continuation ("\nyes": 2 tokens, as the local engine counts) is found although
+    the echo's offsets leave the special tokens out."""
+    from csbench.lm.served_http import ServedClient
+    from csbench.lm.served_score import EchoScoring, sent_positions
+
+    start, end = "<|im_start|>", "<|im_end|>"
+    pos = sent_positions(CHATML_PROMPT, CHATML_OFFSETS, CHATML_TOKENS, {"<": [start, end]})
+    assert all(CHATML_PROMPT.startswith(t, p) for t, p in zip(CHATML_TOKENS[:-1], pos[:-1]))
+    assert [CHATML_PROMPT[p:p + len(end)] for t, p in zip(CHATML_TOKENS, pos) if not t] == [end] * 2
+    assert pos[-1] == len(CHATML_PROMPT)  # the generated token
+    lps = [None] + [-0.01 * i for i in range(1, len(CHATML_TOKENS))]
+    sent = []
+
+    def request(path, body=None):
+        sent.append(body["prompt"])
+        return {"choices": [{"text": body["prompt"] + ".", "logprobs": {
+            "tokens": CHATML_TOKENS, "text_offset": CHATML_OFFSETS, "token_logprobs": lps}}]}
+
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "smollm2", None, start)
+    echo = EchoScoring(ServedClient(endpoint, {}, 1, 1.0, 0, 0.0), request, {start, end})
+    echo.prefix = start  # start-token mode
+    got = echo.score(CHATML_PROMPT[:-len("yes")], "yes")
+    assert sent == [CHATML_PROMPT] and got == (pytest.approx(lps[-3] + lps[-2]), 2)
+
+
+def test_echo_that_does_not_spell_the_prompt_fails_naming_the_token():
+    """Offsets that do not count the prompt as sent (special tokens the scorer does not know of,
+    echoed as nothing) fail the request instead of scoring the wrong tokens."""
+    from csbench.lm.served_http import ServedClient
+    from csbench.lm.served_score import EchoScoring
+
+    def request(path, body=None):
+        return {"choices": [{"logprobs": {"tokens": CHATML_TOKENS, "text_offset": CHATML_OFFSETS,
+                                          "token_logprobs": [None] + [-0.5] * 39}}]}
+
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "smollm2")
+    echo = EchoScoring(ServedClient(endpoint, {}, 1, 1.0, 0, 0.0), request)
+    with pytest.raises(ServedError, match=r"request 7: the server echoed the token '\.' where the "
+                                          r"prompt has .*offsets do not count the prompt as sent"):
+        echo.score(CHATML_PROMPT[:-len("yes")], "yes", what="request 7")
+
+
 @pytest.mark.integration
 def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
     """The demo's WinoWhat scoring job against a server that dies mid-run: the job fails naming
