@@ -110,14 +110,16 @@ def fold(a) -> None:
     from csbench.io import read_json, write_json
     from csbench.models import load_qa_model
     from csbench.qads import finetune as F
+    from csbench.qads.metric import evaluate
 
     # config/reproduce.yaml's qads.finetune (written out: no config module needed on another machine)
-    ft = {"group_by": "article", "train_on": "squad", "folds": 2, "epochs": a.epochs, "batch_size": 32, "learning_rate": a.learning_rate, "warmup": 0.1,
+    ft = {"group_by": "article", "train_on": "squad", "folds": 2, "epochs": a.epochs,
+          "batch_size": a.batch_size, "learning_rate": a.learning_rate, "warmup": 0.1,
           "weight_decay": 0.01, "max_grad_norm": 1.0, "max_length": 256, "doc_stride": 64,
           "seed": a.seed}
     qa = {"device": "cpu", "batch_size": 32, "max_answer_len": 30, "null_threshold": 0.0}
     data = read_json(a.squad)["data"]
-    plan = F.fold_plan({"squad": data}, "squad", ft["folds"], ft["seed"], "article")
+    plan = F.fold_plan({"squad": data}, "squad", ft["folds"], 0, "article")  # the reproduce folds
     rows = F.flatten(data)
     train_rows = [r for r in rows if plan[r["title"]] != a.fold]
     # the training sample and the held-out sample do not depend on --seed (head and order do)
@@ -151,11 +153,16 @@ def fold(a) -> None:
             F.length_grouped_batches = grouped
         train_s, train_cpu = time.perf_counter() - t0, time.process_time() - c0
         t0, c0 = time.perf_counter(), time.process_time()
-        preds, na = F.predict_set(model, tok, test, ft_v, qa)
+        # one pass: every question's best span (forced) and its no-answer score; the pipeline's
+        # answers are the forced ones where null - best <= qads.qa.null_threshold (0)
+        forced, na = F.predict_set(model, tok, test, ft_v, {**qa, "null_threshold": 1e9})
         predict_s, predict_cpu = time.perf_counter() - t0, time.process_time() - c0
+        preds = {q: ("" if na[q] > qa["null_threshold"] else a) for q, a in forced.items()}
         sc = F.score(test, preds, na)
+        span = evaluate(test, forced, na)  # span quality whatever the no-answer calibration
         print(json.dumps({
-            "variant": variant, "fold": a.fold, "train_questions": len(train_rows),
+            "variant": variant, "seed": a.seed, "fold": a.fold, "train_questions": len(train_rows),
+            "batch_size": ft["batch_size"], "learning_rate": ft["learning_rate"],
             "windows": n, "epochs": ft["epochs"], "steps": len(losses),
             "mean_window_tokens": round(float(np.mean(lengths)), 1),
             "train_s": round(train_s, 1), "train_cpu_s": round(train_cpu, 1),
@@ -167,9 +174,12 @@ def fold(a) -> None:
             "loss_first": round(losses[0], 4), "loss_last10": round(float(np.mean(losses[-10:])), 4),
             **{k: round(float(sc[k]), 2) for k in ("exact", "f1", "HasAns_exact", "HasAns_f1",
                                                    "NoAns_exact")},
-            "answered": sum(1 for v in preds.values() if v)}), flush=True)
+            "answered": sum(1 for v in preds.values() if v),
+            "forced_HasAns_exact": round(span["HasAns_exact"], 2),
+            "forced_HasAns_f1": round(span["HasAns_f1"], 2),
+            "best_f1": round(span["best_f1"], 2)}), flush=True)
         if a.dump:
-            write_json({"variant": variant, "seed": a.seed, "losses": losses, "preds": preds,
+            write_json({"variant": variant, "seed": a.seed, "losses": losses, "forced": forced,
                         "na_probs": na}, Path(a.dump) / f"{variant}.seed{a.seed}.json")
 
 
@@ -190,6 +200,7 @@ def main() -> None:
     f.add_argument("--held-out", type=int, default=400)
     f.add_argument("--epochs", type=int, default=2)
     f.add_argument("--learning-rate", type=float, default=2e-4)
+    f.add_argument("--batch-size", type=int, default=32)
     f.add_argument("--variants", nargs="+", default=["float32", "bfloat16"])
     f.add_argument("--seed", type=int, default=0, help="qads.finetune.seed (head and order)")
     f.add_argument("--dump", help="folder: <variant>.seed<seed>.json with losses and predictions")
