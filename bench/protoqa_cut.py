@@ -16,6 +16,9 @@ setting), for the raw-prompt vs chat-prompt comparison.
         --model-dir resources/models/smollm2-135m --dtype bfloat16 \\
         --questions ../shared/mirror/protoqa/dev.crowdsourced.jsonl \\
         --samples bench/out/protoqa_cut_smollm2.samples.json --out bench/out/protoqa_cut_smollm2.json
+    # the samples of a reproduce run instead (every dev question, the run's prompt format)
+    .venv/bin/python bench/protoqa_cut.py --questions ../shared/mirror/protoqa/dev.crowdsourced.jsonl \\
+        --from-parquet results/protoqa/generated/gemma3-270m/samples.parquet --out bench/out/cut_gemma.json
 """
 from __future__ import annotations
 
@@ -72,12 +75,29 @@ def sample_all(args, questions, qids) -> dict:
                                       for q, p, s, k in zip(qids, prompts, texts, cut)}}
 
 
+def from_parquet(path) -> dict:
+    """The samples of a workflow run (``samples.parquet`` and the ``meta.json`` beside it) in
+    this script's samples layout."""
+    import pandas as pd
+
+    table = pd.read_parquet(path).sort_values(["question_id", "sample"], kind="stable")
+    meta_path = Path(path).with_name("meta.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    run = {"from": str(path), **{k: meta[k] for k in ("prompt_format", "compute_dtype", "settings")
+                                 if k in meta}}
+    return {"run": run, "questions": {
+        str(q): {"samples": g["text"].tolist(), "cut": [bool(c) for c in g["cut"]]}
+        for q, g in table.groupby("question_id", sort=False)}}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model-dir", required=True)
+    ap.add_argument("--model-dir", help="the model to sample (not with --from-parquet)")
     ap.add_argument("--questions", required=True, help="ProtoQA dev.crowdsourced.jsonl")
     ap.add_argument("--n-questions", type=int, default=None, help="first N questions (all)")
-    ap.add_argument("--samples", required=True, help="samples file (written once, then read)")
+    ap.add_argument("--samples", help="samples file (written once, then read)")
+    ap.add_argument("--from-parquet", help="a workflow run's results/protoqa/generated/<model>/"
+                                           "samples.parquet instead of sampling (--samples unused)")
     add_sampling_args(ap)
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--block", type=int, default=4, help="questions per sampling call")
@@ -91,6 +111,8 @@ def main():
     ap.add_argument("--encoder", default=None, help="embedding matching with this encoder")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
     args = ap.parse_args()
+    if not (args.from_parquet or (args.samples and args.model_dir)):
+        ap.error("--from-parquet, or --samples and --model-dir, are required")
 
     from csbench.logs import setup_logging
     from csbench.protoqa.baseline import CUT_POLICIES, rank_answers, sample_answer
@@ -101,7 +123,9 @@ def main():
     questions = load_questions(args.questions)
     qids = list(questions)[:args.n_questions]
     path = Path(args.samples)
-    if path.exists():
+    if args.from_parquet:   # a workflow run's samples (protoqa_generate), no sampling here
+        data = from_parquet(args.from_parquet)
+    elif path.exists():
         data = json.loads(path.read_text())
     else:
         data = sample_all(args, questions, qids)
