@@ -45,8 +45,9 @@ def corpus(n: int = 3000, seed: int = 0) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 18))) + "." for _ in range(n)]
 
 
-def requests(dev: str | None, n: int) -> tuple[list, list[int]]:
-    """(context, continuation) pairs and, per pair of options, the gold-free item index."""
+def requests(dev: str | None, n: int) -> tuple[list, int]:
+    """(context, continuation) pairs (the items' two options first, in item order) and the
+    number of items."""
     from csbench.winowhat.requests import partial_requests
 
     if dev:
@@ -64,7 +65,7 @@ def requests(dev: str | None, n: int) -> tuple[list, list[int]]:
         reqs += [(header + "Question: " + s + "\nAnswer:", " yes"),
                  (header + "Question: " + s + "\nAnswer:", " no")]
     reqs += [("", " " + s) for s in corpus(8, seed=3)]
-    return reqs, list(range(len(items)))
+    return reqs, len(items)
 
 
 def scores(model_dir, reqs, device: str, dtype: str) -> tuple[list[float], dict, float]:
@@ -96,12 +97,12 @@ def lm_check(shape: str, dev, n_items: int, work: Path, device: str = "cuda") ->
     from csbench.models import build_random_model
 
     model_dir = build_random_model(shape, work / shape, texts=corpus())
-    reqs, items = requests(dev, n_items)
+    reqs, n = requests(dev, n_items)
     ref, ref_info, ref_s = scores(model_dir, reqs, "cpu", "float32")
     row = {"shape": shape, "cpu_float32": {**ref_info, "seconds": ref_s}}
     for dtype in ("float32", "bfloat16"):
         got, info, sec = scores(model_dir, reqs, device, dtype)
-        row[f"cuda_{dtype}"] = {**info, "seconds": sec, **compare(ref, got, len(items))}
+        row[f"cuda_{dtype}"] = {**info, "seconds": sec, **compare(ref, got, n)}
     prompts = ["Name something people do at the beach:", "Name a thing in a kitchen:"]
     kw = dict(max_new_tokens=12, temperature=0.69, top_p=0.9, seed=0, stop=("\n",))
     cpu = sample(model_dir, prompts, 20, lm={"device": "cpu", "dtype": "float32"}, **kw)

@@ -122,10 +122,9 @@ def main():
     setup_logging()
     questions = load_questions(args.questions)
     qids = list(questions)[:args.n_questions]
-    path = Path(args.samples or args.from_parquet)
     if args.from_parquet:   # a workflow run's samples (protoqa_generate), no sampling here
         data = from_parquet(args.from_parquet)
-    elif path.exists():
+    elif (path := Path(args.samples)).exists():
         data = json.loads(path.read_text())
     else:
         data = sample_all(args, questions, qids)
