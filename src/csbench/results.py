@@ -73,6 +73,7 @@ def planned(targets_by_task: dict[str, list[str]]) -> dict[str, str]:
         ins = inputs_of(task, targets_by_task[task])
         if task == "winowhat" and ins["accuracy"]:
             out.update(winowhat_accuracy="winowhat_accuracy.tsv",
+                       winowhat_methods="winowhat_methods.tsv",
                        winowhat_categories="winowhat_categories.tsv",
                        paraphrase_effect="paraphrase_effect.png")
         if task == "protoqa" and ins["summary"]:
@@ -149,104 +150,30 @@ def _random_note(df: pd.DataFrame) -> str:
 # ---------------------------------------------------------------------------------------------
 # sections
 
-def winowhat_tables(acc: pd.DataFrame, mcn: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Headline table (one row per model) and the per-category table (one row per model and
-    category), both on subset ``all``."""
-    acc = acc[acc["subset"] == "all"]
-    rows = []
-    for model in sorted(acc["model"].astype(str).unique()):
-        a = acc[(acc["model"] == model) & (acc["category"] == "all")].set_index(["dataset", "variant"])
-        m = mcn[(mcn["model"] == model) & (mcn["subset"] == "all")
-                & (mcn["dataset"] == "winogrande_dev")] if not mcn.empty else mcn
-
-        def cell(dataset, variant, col):
-            return a[col].get((dataset, variant), float("nan"))
-
-        row = {"model": model}
-        for key, (dataset, variant) in {"wg_orig": ("winogrande_dev", "orig"),
-                                        "wg_para": ("winogrande_dev", "transf"),
-                                        "wsc_orig": ("wsc", "orig")}.items():
-            row[f"{key}_n"] = cell(dataset, variant, "n")
-            row[f"{key}_acc"] = cell(dataset, variant, "accuracy")
-            row[f"{key}_ci_low"] = cell(dataset, variant, "ci_low")
-            row[f"{key}_ci_high"] = cell(dataset, variant, "ci_high")
-        first = m.iloc[0] if len(m) else {}
-        for col in ("n_pairs", "acc_orig", "acc_transf", "orig_only_correct", "transf_only_correct",
-                    "p_value"):
-            row[f"paired_{col}"] = first.get(col, float("nan")) if len(m) else float("nan")
-        row["random_model"] = bool(a["random_model"].astype(str).str.lower().eq("true").any()) \
-            if "random_model" in a else False
-        rows.append(row)
-    head = pd.DataFrame(rows)
-    cats = []
-    wg = acc[acc["dataset"] == "winogrande_dev"]
-    for model in sorted(wg["model"].astype(str).unique()):
-        g = wg[wg["model"] == model].set_index(["category", "variant"])
-        for cat in ("all",) + CATEGORIES:
-            o, t = g["accuracy"].get((cat, "orig"), float("nan")), g["accuracy"].get((cat, "transf"),
-                                                                                     float("nan"))
-            if math.isnan(o) and math.isnan(t):
-                continue
-            cats.append({"model": model, "category": cat,
-                         "n_orig": g["n"].get((cat, "orig"), float("nan")),
-                         "acc_orig": o, "ci_low_orig": g["ci_low"].get((cat, "orig"), float("nan")),
-                         "ci_high_orig": g["ci_high"].get((cat, "orig"), float("nan")),
-                         "n_transf": g["n"].get((cat, "transf"), float("nan")),
-                         "acc_transf": t,
-                         "ci_low_transf": g["ci_low"].get((cat, "transf"), float("nan")),
-                         "ci_high_transf": g["ci_high"].get((cat, "transf"), float("nan")),
-                         "difference": t - o})
-    return head, pd.DataFrame(cats)
-
-
 def _ci(acc, lo, hi) -> str:
     if acc is None or (isinstance(acc, float) and math.isnan(acc)):
         return "–"
     return f"{pct(acc)} [{pct(lo)}, {pct(hi)}]"
 
 
-def winowhat_markdown(head: pd.DataFrame, cats: pd.DataFrame, figure: str | None) -> str:
-    show = pd.DataFrame({
-        "model": head["model"],
-        "WinoGrande dev, original": [_ci(r.wg_orig_acc, r.wg_orig_ci_low, r.wg_orig_ci_high)
-                                     for r in head.itertuples()],
-        "WinoWhat paraphrased": [_ci(r.wg_para_acc, r.wg_para_ci_low, r.wg_para_ci_high)
-                                 for r in head.itertuples()],
-        "paired n": [_num(v, 0) for v in head["paired_n_pairs"]],
-        "paired orig vs para": [f"{pct(a)} vs {pct(b)}" for a, b in
-                                zip(head["paired_acc_orig"], head["paired_acc_transf"])],
-        "discordant (orig only / para only)": [
-            f"{_num(a, 0)} / {_num(b, 0)}" for a, b in
-            zip(head["paired_orig_only_correct"], head["paired_transf_only_correct"])],
-        "McNemar exact p": [pval(p) for p in head["paired_p_value"]],
-        "WSC273, original": [_ci(r.wsc_orig_acc, r.wsc_orig_ci_low, r.wsc_orig_ci_high)
-                             for r in head.itertuples()],
-    })
-    parts = ["Accuracy in % with 95% bootstrap intervals (subset `all`: WinoGrande dev = every dev "
-             "item, paraphrased = every WinoWhat row); the paired columns compare each paraphrase with "
-             "its original on the same items (exact McNemar test on the discordant pairs).",
-             markdown_table(show)]
-    if not cats.empty:
-        wide = []
-        for model in sorted(cats["model"].unique()):
-            c = cats[cats["model"] == model].set_index("category")
-            row = {"model": model}
-            for cat in ("all",) + CATEGORIES:
-                if cat in c.index:
-                    r = c.loc[cat]
-                    diff = _num(r["difference"], 1, 100)
-                    row[cat] = f"{pct(r['acc_orig'])} / {pct(r['acc_transf'])} ({diff})"
-            wide.append(row)
-        parts += ["Per common-sense category (WinoGrande dev, subset `all`): original / paraphrased "
-                  "accuracy in %, and the paraphrase effect in points (paraphrased − original). An "
-                  "item counts in every category WinoWhat gives it.",
-                  markdown_table(pd.DataFrame(wide).fillna("–"))]
-    if figure:
-        parts.append(f"![Paraphrase effect per category]({figure})")
-    return "\n\n".join(parts)
+def winowhat_tables(acc: pd.DataFrame, mcn: pd.DataFrame, subset: str = "in_original_experiment"
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Headline (one row per model), metric-confound (model x method) and per-category tables
+    of ``subset`` (:mod:`csbench.winowhat.summary`)."""
+    from .winowhat import summary
+
+    return (summary.headline(acc, mcn, subset), summary.methods(mcn, subset),
+            summary.categories(acc, subset))
 
 
-def plot_paraphrase_effect(cats: pd.DataFrame, path) -> None:
+def winowhat_markdown(head: pd.DataFrame, meth: pd.DataFrame, cats: pd.DataFrame,
+                      figure: str | None) -> str:
+    from .winowhat import summary
+
+    return summary.markdown(head, meth, cats, figure, markdown_table, pval)
+
+
+def plot_paraphrase_effect(cats: pd.DataFrame, path, subset: str = "in_original_experiment") -> None:
     """Bars: paraphrased − original accuracy (points) per category, one bar per model."""
     import matplotlib
 
@@ -266,7 +193,8 @@ def plot_paraphrase_effect(cats: pd.DataFrame, path) -> None:
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(range(len(order)), order, rotation=30, ha="right")
     ax.set_ylabel("paraphrased − original (points)")
-    ax.set_title("WinoWhat paraphrase effect per category (WinoGrande dev, subset all)", fontsize=9)
+    ax.set_title(f"WinoWhat paraphrase effect per category (WinoGrande dev, subset {subset})",
+                 fontsize=9)
     if models:
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -668,7 +596,8 @@ def models_markdown(tables: list[tuple[str, pd.DataFrame]]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchors_path,
-          markdown_path, outputs: dict[str, str], log=None) -> None:
+          markdown_path, outputs: dict[str, str], log=None,
+          winowhat_subset: str = "in_original_experiment") -> None:
     """Write RESULTS.md and the planned summary files.
 
     ``tables``: task -> role -> result table paths (:func:`inputs_of`); ``configured``: the tasks
@@ -697,11 +626,13 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
             acc = read_table(ins["accuracy"][0])
             mcn = read_table(ins["mcnemar"][0]) if ins.get("mcnemar") else pd.DataFrame()
             seen.append(("WinoWhat", acc))
-            head, cats = winowhat_tables(acc, mcn)
+            head, meth, cats = winowhat_tables(acc, mcn, winowhat_subset)
             _tsv(head, outputs["winowhat_accuracy"])
+            _tsv(meth, outputs["winowhat_methods"])
             _tsv(cats, outputs["winowhat_categories"])
-            plot_paraphrase_effect(cats, outputs["paraphrase_effect"])
-            body.append(winowhat_markdown(head, cats, rel.get("paraphrase_effect")) + _random_note(acc))
+            plot_paraphrase_effect(cats, outputs["paraphrase_effect"], winowhat_subset)
+            body.append(winowhat_markdown(head, meth, cats, rel.get("paraphrase_effect"))
+                        + _random_note(acc))
         elif task == "protoqa" and ins.get("summary"):
             summary = read_table(ins["summary"][0])
             t = protoqa_table(summary)

@@ -24,6 +24,7 @@ rule results:
         configured=config["tasks"],
         summary_keys=list(RESULTS_PLANNED),
         tables={t: _res.inputs_of(t, ts) for t, ts in RESULTS_TARGETS.items()},
+        winowhat_subset=config["winowhat"]["subset"],
     log:
         "logs/results.log",
     threads: 1
