@@ -79,7 +79,7 @@ def methods(mcn: pd.DataFrame, subset: str) -> pd.DataFrame:
     d = mcn[(mcn["dataset"] == "winogrande_dev") & (mcn["subset"] == subset)]
     order = {m: i for i, m in enumerate(METHOD_LABELS)}
     d = d.assign(_o=d["method"].map(order)).sort_values(["model", "_o"], kind="stable")
-    return d[["model", "method", *PAIRED]].reset_index(drop=True)
+    return d.reindex(columns=["model", "method", *PAIRED]).reset_index(drop=True)
 
 
 def categories(acc: pd.DataFrame, subset: str) -> pd.DataFrame:
