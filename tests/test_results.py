@@ -9,6 +9,8 @@ import pytest
 
 from csbench import results as R
 from csbench.errors import InputError
+from csbench.protoqa.report import PQ_METRICS
+from csbench.twentyq.prompts import VARIANTS
 
 REPO = Path(__file__).resolve().parents[1]
 ANCHORS = REPO / "resources" / "published_anchors.tsv"
@@ -44,7 +46,7 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     mcn = [{"model": m, "dataset": "winogrande_dev", "subset": s, "n_pairs": 90, "acc_orig": 0.52,
             "acc_transf": 0.5, "orig_only_correct": 12, "transf_only_correct": 10, "p_value": 0.83, **prov}
            for m in ("m1", "m2") for s in ("all", "in_original_experiment")]
-    pq = {"metric": list(R.PQ_METRICS) + ["max_answers@all"]}
+    pq = {"metric": list(PQ_METRICS) + ["max_answers@all"]}
     for sim in ("exact", "wordnet"):
         for system in ("gpt2finetuned", "human", "gen-m1", "gen-m1-chat"):
             pq[f"{sim}/{system}"] = [0.1 * (k + 1) for k in range(len(pq["metric"]))]
@@ -66,7 +68,7 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
            "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
            "ci_level": 0.95}
     tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
-           **cal, **prov} for m in ("m1", "m2") for v in R.VARIANTS]
+           **cal, **prov} for m in ("m1", "m2") for v in VARIANTS]
     audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
               "normalised_duplicate_pairs": 0, "test_items_with_duplicate": 1, "top1_mean": 0.5,
               "top1_q50": 0.5, "top1_q90": 0.7, "top1_q99": 0.9, "top1_max": 1.0, "pct_top1_ge_0.8": 20.0,
@@ -203,7 +205,7 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     cats = pd.read_csv(a["winowhat_categories"], sep="\t")
     assert cats.loc[(cats.model == "m1") & (cats.category == "all"), "difference"].round(4).item() == -0.02
     pq = pd.read_csv(a["protoqa"], sep="\t")  # the provenance rows stay out of the metrics
-    assert set(pq.columns) == {"similarity", "system", *R.PQ_METRICS} and len(pq) == 8
+    assert set(pq.columns) == {"similarity", "system", *PQ_METRICS} and len(pq) == 8
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
     assert pq.system.tolist()[:4] == ["gpt2finetuned", "human", "gen-m1", "gen-m1-chat"]
     # the samples cut by the token budget, one row per model (the chat variant beside it)
