@@ -6,4 +6,4 @@ log = snakemake_logger(snakemake)
 p = snakemake.params
 outputs = dict(zip(p.summary_keys, snakemake.output.summary))
 build(p.tables, p.configured, snakemake.input.anchors, snakemake.output.markdown, outputs, log=log,
-      winowhat_subset=p.winowhat_subset)
+      settings=p.settings)

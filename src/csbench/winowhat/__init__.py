@@ -4,6 +4,6 @@
 * :mod:`.items`: the item table (datasets, variants, categories, alignment, user samples);
 * :mod:`.scoring`: score items with a scorer of :func:`csbench.lm.open_scorer`;
 * :mod:`.stats`: accuracy with bootstrap intervals, the paired comparison (McNemar's exact test);
-* :mod:`.summary`: the tables and text RESULTS.md shows (one subset, paired headline, control);
+* :mod:`.report`: its RESULTS.md section (one subset, the paired headline, the control beside it);
 * :mod:`.plot`: the orig-vs-transf figure.
 """
