@@ -34,7 +34,8 @@ def scorer(tiny_lm_dir, tmp_path, **kw):
 
 
 def cache_file(tmp_path):
-    (path,) = (tmp_path / "lm").glob("lm-*.sqlite")
+    """The one file the scorers so far wrote (finished: its scorer was collected or closed)."""
+    (path,) = (tmp_path / "lm").glob("lm-*/*.sqlite")
     return path
 
 
@@ -66,7 +67,7 @@ def test_bit_flipped_score_fails_its_checksum_and_is_recomputed(tiny_lm_dir, tmp
                                                                 caplog):
     first = scorer(tiny_lm_dir, tmp_path)
     assert first.loglikelihood(REQS, keys=KEYS) == reference
-    first.cache.con.close()  # checkpoints the WAL into the file
+    first.cache.close()  # finishes the file
     path = cache_file(tmp_path)
     data = bytearray(path.read_bytes())
     stored = struct.pack(">d", reference[1][0])  # SQLite stores REAL as big-endian IEEE 754
@@ -97,7 +98,11 @@ def test_old_cache_file_is_migrated_trusting_valid_rows_once(tmp_path, caplog):
     assert "2 entries checksummed as they are (trusted once), 1 invalid ones dropped" in caplog.text
     assert c.get([("a", "r"), ("b", "r")]) == {("a", "r"): (-1.5, 2)}
     assert c.get_samples("s") == ["x", "y"] and c.rejected == 0
-    row = c.con.execute("SELECT checksum FROM scores WHERE key='a'").fetchone()
+    assert not path.exists()
+    (adopted,) = (tmp_path / f"lm-{'m' * 24}").glob("*-legacy-*.sqlite")  # finished, migrated
+    with sqlite3.connect(adopted) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        row = con.execute("SELECT checksum FROM scores WHERE key='a'").fetchone()
     assert row[0] == score_checksum("m" * 24, "a", "r", -1.5, 2)
     assert ScoreCache(tmp_path, "m" * 24).get([("a", "r")]) == {("a", "r"): (-1.5, 2)}
 
@@ -106,8 +111,8 @@ def test_tampered_samples_are_a_miss(tmp_path):
     c = ScoreCache(tmp_path, "m")
     c.put_samples("req", ["one", "two"])
     assert c.get_samples("req") == ["one", "two"]
-    c.con.execute("UPDATE samples SET texts='[\"one\", \"tow\"]'")
-    c.con.commit()
+    c.writer.con.execute("UPDATE samples SET texts='[\"one\", \"tow\"]'")
+    c.writer.con.commit()
     assert c.get_samples("req") is None and c.rejected == 1
     c.put_samples("req", ["one", "two"])
     assert c.get_samples("req") == ["one", "two"]
@@ -125,9 +130,9 @@ def test_samples_with_cut_flags(tmp_path):
     with pytest.raises(ValueError, match="malformed cut flags"):
         c.put_samples("bad", ["one"], [True, False])
     blob = '{"texts": ["one", "two"], "cut": [1, 0]}'
-    c.con.execute("UPDATE samples SET texts=?, checksum=? WHERE req='new'",
-                  (blob, samples_checksum("m", "new", blob)))
-    c.con.commit()
+    c.writer.con.execute("UPDATE samples SET texts=?, checksum=? WHERE req='new'",
+                         (blob, samples_checksum("m", "new", blob)))
+    c.writer.con.commit()
     assert c.get_samples("new") is None and c.rejected == 1
 
 
@@ -136,7 +141,7 @@ def test_truncated_cache_file_is_moved_aside_and_a_fresh_one_used(tiny_lm_dir, t
     many = [(f"Item {i} says", f" option {j}.") for i in range(300) for j in range(2)]
     first = scorer(tiny_lm_dir, tmp_path)
     first.loglikelihood(REQS + many)
-    first.cache.con.close()
+    first.cache.close()
     path = cache_file(tmp_path)
     data = path.read_bytes()
     path.write_bytes(data[:len(data) // 2])  # truncated
@@ -153,7 +158,7 @@ def test_truncated_cache_file_is_moved_aside_and_a_fresh_one_used(tiny_lm_dir, t
 def test_damage_found_mid_job_moves_the_file_aside_and_goes_on(tmp_path, caplog):
     c = ScoreCache(tmp_path, "m")
     c.put([("k", "r", -1.0, 1)])
-    real = c.con
+    real = c.writer.con
 
     class Damaged:
         def execute(self, *a):
@@ -162,16 +167,19 @@ def test_damage_found_mid_job_moves_the_file_aside_and_goes_on(tmp_path, caplog)
         def close(self):
             real.close()
 
-    c.con = Damaged()
+    c.writer.con = Damaged()
     with caplog.at_level("WARNING"):
         assert c.get([("k", "r")]) == {}  # the fresh cache has nothing
-    assert len(c.moved_aside) == 1 and c.path.exists()
+    assert len(c.moved_aside) == 1 and c.moved_aside[0].exists()
     c.put([("k", "r", -2.0, 1)])
+    assert c.path.exists() and c.path != c.moved_aside[0]
     assert c.get([("k", "r")]) == {("k", "r"): (-2.0, 1)}
     locked = sqlite3.OperationalError("database is locked")  # not damage: raised as it is
-    c.con = type("Locked", (), {"execute": lambda self, *a: (_ for _ in ()).throw(locked)})()
+    fresh = c.writer.con
+    c.writer.con = type("Locked", (), {"execute": lambda self, *a: (_ for _ in ()).throw(locked)})()
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         c.get([("k", "r")])
+    c.writer.con = fresh
 
 
 def test_refresh_cache_reads_nothing_and_overwrites(tiny_lm_dir, tmp_path, reference):
