@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +217,93 @@ def test_empty_context_scores_cached_before_lm_eval_encoding_are_never_read(tiny
     assert got[0][1] == len(plain.tokenizer.encode(" cat", add_special_tokens=False))
     again = scorer(tiny_bos_lm_dir, tmp_path)
     assert again.loglikelihood(reqs, keys=keys) == got and again.stats["cached"] == 2
+
+
+def test_one_file_per_writer_named_by_job_and_finished_at_close(tmp_path):
+    """A cache writes only its own file (created with its first entry, named by the job), reads
+    the others read-only, newest first; it is renamed finished when closed."""
+    from csbench.lm.cache_files import CacheDir
+
+    a = ScoreCache(CacheDir(str(tmp_path), "winowhat_score.model=m.shard=0"), "m")
+    reader = ScoreCache(tmp_path, "m")
+    assert not a.path.exists()
+    a.put([("k", "r", -1.0, 1)])
+    assert a.path.name.endswith(".open.sqlite")
+    assert "-winowhat_score.model=m.shard=0-" in a.path.name
+    assert reader.get([("k", "r")]) == {("k", "r"): (-1.0, 1)}  # an unfinished file, same host
+    b = ScoreCache(CacheDir(str(tmp_path), "again"), "m")
+    b.put([("k", "r", -2.0, 1)])                              # newer: read first
+    assert reader.get([("k", "r")]) == {("k", "r"): (-2.0, 1)}
+    a.close()
+    b.close()
+    assert sorted(p.name.endswith(".open.sqlite") for p in (tmp_path / "lm-m").iterdir()) \
+        == [False, False]
+    assert reader.get([("k", "r")]) == {("k", "r"): (-2.0, 1)} and not reader.path.exists()
+    c = ScoreCache(tmp_path, "m")
+    assert c.get([("k", "r")]) == {("k", "r"): (-2.0, 1)}
+    c.close()
+    assert len(list((tmp_path / "lm-m").iterdir())) == 2     # a reader writes no file
+
+
+def test_unfinished_file_of_another_writer_that_fails_is_skipped_not_moved(tmp_path, caplog):
+    good = ScoreCache(tmp_path, "m")
+    good.put([("k", "r", -1.0, 1)])
+    good.close()
+    broken = tmp_path / "lm-m" / "20000101T000000.000000000-job-host-1-ab.open.sqlite"
+    broken.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)   # seen half-written
+    c = ScoreCache(tmp_path, "m")
+    with caplog.at_level("WARNING"):
+        assert c.get([("k", "r"), ("x", "y")]) == {("k", "r"): (-1.0, 1)}
+    assert list(c.skipped) == [broken] and not c.moved_aside and broken.exists()
+    assert f"LM cache {broken}: not read by this job" in caplog.text
+    assert c.get([("x", "y")]) == {}                          # not tried again
+
+
+def test_wal_cache_of_the_one_file_layout_is_adopted_with_its_wal(tmp_path):
+    """The one-file layout's cache (WAL mode, entries still in its -wal) is moved into the
+    model's directory, checkpointed and finished: every entry is read."""
+    import shutil
+
+    src = tmp_path / "src.sqlite"
+    con = sqlite3.connect(src)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    con.execute("CREATE TABLE scores (model TEXT, key TEXT, req TEXT, logprob REAL, "
+                "n_tokens INTEGER, checksum TEXT, PRIMARY KEY (model, key, req))")
+    con.execute("CREATE TABLE samples (model TEXT, req TEXT, texts TEXT, checksum TEXT, "
+                "PRIMARY KEY (model, req))")
+    con.execute("INSERT INTO scores VALUES (?,?,?,?,?,?)",
+                ("m", "k", "r", -1.5, 2, score_checksum("m", "k", "r", -1.5, 2)))
+    con.commit()
+    legacy = tmp_path / "lm-m.sqlite"
+    shutil.copyfile(src, legacy)                              # as a killed job left it
+    shutil.copyfile(f"{src}-wal", f"{legacy}-wal")
+    con.close()
+    c = ScoreCache(tmp_path, "m")
+    assert c.get([("k", "r")]) == {("k", "r"): (-1.5, 2)}
+    assert not legacy.exists() and not Path(f"{legacy}-wal").exists()
+    (adopted,) = (tmp_path / "lm-m").iterdir()
+    assert adopted.name.endswith(".sqlite") and not adopted.name.endswith(".open.sqlite")
+    assert ScoreCache(tmp_path, "m").get([("k", "r")]) == {("k", "r"): (-1.5, 2)}
+
+
+def test_merge_keeps_the_newest_entry_of_every_file_in_one(tmp_path):
+    from csbench.lm.cache_files import merge
+
+    for i, lp in enumerate((-1.0, -2.0)):
+        c = ScoreCache(tmp_path, "m")
+        c.put([("k", "r", lp, 1), (f"only{i}", "r", -3.0, 1)])
+        c.put_samples(f"s{i}", ["x"])
+        c.close()
+    killed = ScoreCache(tmp_path, "m")            # never finished
+    killed.put([("late", "r", -4.0, 2)])
+    killed.writer.con.close()
+    root = tmp_path / "lm-m"
+    new = merge(root)
+    assert list(root.iterdir()) == [new] and not new.name.endswith(".open.sqlite")
+    c = ScoreCache(tmp_path, "m")
+    assert c.get([("k", "r"), ("only0", "r"), ("only1", "r"), ("late", "r")]) == {
+        ("k", "r"): (-2.0, 1), ("only0", "r"): (-3.0, 1), ("only1", "r"): (-3.0, 1),
+        ("late", "r"): (-4.0, 2)}
+    assert c.get_samples("s0") == ["x"] and c.get_samples("s1") == ["x"] and c.rejected == 0
+    assert merge(root) is None

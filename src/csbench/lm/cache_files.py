@@ -246,3 +246,61 @@ def adopt_legacy(cache_dir: Path, root: Path, model_key: str, migrate) -> None:
     os.replace(dest, root / (wid + DONE))
     log.info("LM cache %s (one file per model, from before one file per writer) moved to %s",
              legacy, root / (wid + DONE))
+
+
+def merge(root: Path) -> Path | None:
+    """Merge every file of one model's directory ``root`` into one new finished file (for a
+    request stored in several, the newest file's entry) and delete the merged files. Only with
+    no job of the model running: it opens unfinished files for writing (rolling back the commit
+    a killed writer left); a damaged file is moved aside. Returns the new file (None: fewer
+    than two files)."""
+    files = sorted((p for p in root.iterdir() if file_id(p.name) is not None),
+                   key=lambda p: p.name)
+    if len(files) < 2:
+        return None
+    out = Writer(root, "merged")
+    con = out.connect()
+    merged = []
+    for f in files:
+        try:
+            src = sqlite3.connect(str(f), timeout=30)
+            src.execute("SELECT count(*) FROM sqlite_master").fetchone()  # rolls back a cut commit
+            src.close()
+            con.execute("ATTACH DATABASE ? AS src", (str(f),))
+            try:
+                with con:
+                    for table, cols in (("scores", "model, key, req, logprob, n_tokens, checksum"),
+                                        ("samples", "model, req, texts, checksum")):
+                        if con.execute("SELECT 1 FROM src.sqlite_master WHERE name=?",
+                                       (table,)).fetchone():
+                            con.execute(f"INSERT OR REPLACE INTO main.{table} ({cols}) "
+                                        f"SELECT {cols} FROM src.{table}")
+            finally:
+                con.execute("DETACH DATABASE src")
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            move_aside(f, exc)
+            continue
+        merged.append(f)
+    out.finish()
+    for f in merged:
+        f.unlink()
+    log.info("LM cache %s: %d files merged into %s", root, len(merged), out.path.name)
+    return out.path
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(
+        prog="python -m csbench.lm.cache_files",
+        description="Merge each model's LM cache files into one (run it with no LM job running).")
+    ap.add_argument("command", choices=["merge"])
+    ap.add_argument("cache_dir", help="the LM cache directory, e.g. results/cache/lm")
+    a = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    for d in sorted(Path(a.cache_dir).glob("lm-*")):
+        if d.is_dir():
+            merge(d)
