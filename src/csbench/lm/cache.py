@@ -267,17 +267,19 @@ class ScoreCache:
             self.writer.restart()
             return fn(self.writer.connect())
 
-    def _lookup(self, sql: str, items: list, args) -> dict:
-        """The newest row of each item (``args(item)``: the query's arguments) over this
-        process's file, then the others newest first."""
+    def _lookup(self, table: str, items: list, args) -> dict:
+        """The newest row of each item of ``table`` (``args(item)``: the query's arguments)
+        over this process's file, then the others newest first (a finished file is asked only
+        for the items its index holds)."""
+        sql = _SCORE_SQL if table == "scores" else _SAMPLES_SQL
         found: dict = {}
         todo = list(dict.fromkeys(items))
 
-        def ask(con_query):
+        def ask(con_query, index=None):
             nonlocal todo
             left = []
             for it in todo:
-                rows = con_query(sql, args(it))
+                rows = con_query(sql, args(it)) if index is None or hash(it) in index else None
                 if rows:
                     found[it] = rows[0]
                 else:
@@ -290,7 +292,7 @@ class ScoreCache:
             if not todo:
                 break
             try:
-                ask(reader.query)
+                ask(reader.query, reader.index(table, self.model_key, len(todo)))
             except sqlite3.DatabaseError as exc:
                 self._drop(reader, exc)
         return found
@@ -313,7 +315,7 @@ class ScoreCache:
         if self.refresh:
             return {}
         with self._lock:
-            rows = self._lookup(_SCORE_SQL, pairs, lambda p: (self.model_key, *p))
+            rows = self._lookup("scores", pairs, lambda p: (self.model_key, *p))
         out, bad = {}, []
         for (key, req), (lp, n, checksum) in rows.items():
             why = score_problem(lp, n)
@@ -354,7 +356,7 @@ class ScoreCache:
         if self.refresh:
             return None
         with self._lock:
-            row = self._lookup(_SAMPLES_SQL, [req], lambda r: (self.model_key, r)).get(req)
+            row = self._lookup("samples", [req], lambda r: (self.model_key, r)).get(req)
         if row is None:
             return None
         texts, checksum = row

@@ -123,6 +123,9 @@ class Reader:
         self.path = path
         self.finished = path.name.endswith(DONE) and not path.name.endswith(OPEN)
         self.copy_dir: str | None = None
+        self._index: dict[str, set[int]] = {}
+        self._rows: dict[str, int] = {}       # per table, about how many rows (max rowid)
+        self._asked: dict[str, int] = {}      # per table, questions asked without the index
         mode = "immutable=1" if self.finished else "mode=ro"
         self.con = sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True, timeout=30,
                                    check_same_thread=False)
@@ -138,6 +141,31 @@ class Reader:
             if "no such table" in str(exc):   # created, killed before its tables were made
                 return []
             raise
+
+    def index(self, table: str, model: str, asking: int) -> set[int] | None:
+        """A finished file's index of ``table`` (the hashes of its entries' keys: (key, request
+        hash) for scores, the request hash for samples), so that a lookup asks the file only for
+        what it holds; None: ask it for every one of the ``asking`` items. The index is read
+        once the questions asked of the file would outnumber a third of its rows (reading a row
+        costs about a third of a question), so neither a large file asked a few questions nor a
+        small one asked many costs much; an unfinished file (it may still grow) has none."""
+        if not self.finished:
+            return None
+        if table in self._index:
+            return self._index[table]
+        if table not in self._rows:
+            self._rows[table] = self.query(f"SELECT max(rowid) FROM {table}", ())[0][0] or 0 \
+                if self.query("SELECT 1 FROM sqlite_master WHERE name=?", (table,)) else 0
+            self._asked[table] = 0
+        self._asked[table] += asking
+        if 3 * self._asked[table] < self._rows[table]:
+            return None
+        sql = ("SELECT key, req FROM scores WHERE model=?" if table == "scores"
+               else "SELECT req FROM samples WHERE model=?")
+        rows = self.query(sql, (model,))
+        self._index[table] = ({hash((k, r)) for k, r in rows} if table == "scores"
+                              else {hash(r) for (r,) in rows})
+        return self._index[table]
 
     def _recover(self) -> None:
         """Read a file whose writer stopped in the middle of a commit from a private copy with
