@@ -53,12 +53,14 @@ def test_jobs_on_separate_processes_score_at_once_one_killed(tiny_lm_dir, tmp_pa
     n = len(REQS)
     # three jobs, each two thirds of the requests (every request in two jobs), a fourth with
     # all of them, killed while it scores; commits of two requests, 5 ms of "compute" each
+    # (the victim 20 ms)
     parts = {f"job{j}": [(j * n // 3 + i) % n for i in range(2 * n // 3)] for j in range(3)}
     parts["victim"] = list(range(n))
     procs = {job: spawn({"mode": "score", "cache": str(cache), "model_key": model_key,
                          "job": job, "requests": [REQS[i] for i in idx],
                          "keys": [KEYS[i] for i in idx], "table": [cold[i] for i in idx],
-                         "commit_every": 2, "delay": 0.005, "go": str(go)})
+                         "commit_every": 2, "delay": 0.02 if job == "victim" else 0.005,
+                         "go": str(go)})
              for job, idx in parts.items()}
     deadline = time.time() + 60
     while not all(Path(f"{go}.{job}.ready").exists() for job in procs):
@@ -68,10 +70,11 @@ def test_jobs_on_separate_processes_score_at_once_one_killed(tiny_lm_dir, tmp_pa
     go.touch()  # all start scoring now
     victim = procs.pop("victim")
     while not list(cache.glob("lm-*/*-victim-*.open.sqlite")):
+        assert time.time() < deadline and victim.poll() is None, victim.communicate()
         time.sleep(0.002)
-    time.sleep(0.02)
+    time.sleep(0.05)
     victim.send_signal(signal.SIGKILL)  # a job killed while it scores and commits
-    victim.communicate()
+    assert victim.communicate()[0] == "" and victim.returncode == -signal.SIGKILL
     outs = {job: p.communicate(timeout=120) for job, p in procs.items()}
     for job, (out, err) in outs.items():
         assert procs[job].returncode == 0, err

@@ -295,6 +295,7 @@ class ScoreCache:
                 ask(reader.query, reader.index(table, self.model_key, len(todo)))
             except sqlite3.DatabaseError as exc:
                 self._drop(reader, exc)
+                todo = [it for it in todo if it not in found]  # what it answered before failing
         return found
 
     def _reject(self, what: list[tuple[str, str]]) -> None:
