@@ -307,3 +307,30 @@ def test_merge_keeps_the_newest_entry_of_every_file_in_one(tmp_path):
         ("late", "r"): (-4.0, 2)}
     assert c.get_samples("s0") == ["x"] and c.get_samples("s1") == ["x"] and c.rejected == 0
     assert merge(root) is None
+
+
+def test_file_of_a_writer_killed_while_making_its_tables_reads_as_empty(tmp_path, caplog):
+    """Its only commit (the tables, and rows in the same transaction) was cut: a hot journal.
+    The reader rolls a private copy back: no table, no entry, nothing skipped."""
+    import shutil
+
+    src = tmp_path / "src.sqlite"
+    con = sqlite3.connect(src, isolation_level=None)
+    con.execute("PRAGMA cache_size=1")
+    con.execute("BEGIN")
+    con.execute("CREATE TABLE scores (model TEXT, key TEXT, req TEXT, logprob REAL, "
+                "n_tokens INTEGER, checksum TEXT, PRIMARY KEY (model, key, req))")
+    con.executemany("INSERT INTO scores VALUES (?,?,?,?,?,?)",
+                    [("m", f"k{i}", "r", -1.0, 1, score_checksum("m", f"k{i}", "r", -1.0, 1))
+                     for i in range(3000)])
+    root = tmp_path / "lm-m"
+    root.mkdir()
+    cut = root / "20000101T000000.000000000-job-host-1-ab.open.sqlite"
+    shutil.copyfile(src, cut)                                  # as the kill left it
+    shutil.copyfile(f"{src}-journal", f"{cut}-journal")
+    con.close()
+    c = ScoreCache(tmp_path, "m")
+    with caplog.at_level("WARNING"):
+        assert c.get([("k1", "r")]) == {}
+    assert "stopped in the middle of a commit" in caplog.text and not c.skipped
+    assert Path(f"{cut}-journal").exists()                     # left as it is

@@ -53,13 +53,13 @@ def test_jobs_on_separate_processes_score_at_once_one_killed(tiny_lm_dir, tmp_pa
     n = len(REQS)
     # three jobs, each two thirds of the requests (every request in two jobs), a fourth with
     # all of them, killed while it scores; commits of two requests, 5 ms of "compute" each
-    # (the victim 20 ms)
+    # (the victim 100 ms, so that it is still scoring when it is killed)
     parts = {f"job{j}": [(j * n // 3 + i) % n for i in range(2 * n // 3)] for j in range(3)}
     parts["victim"] = list(range(n))
     procs = {job: spawn({"mode": "score", "cache": str(cache), "model_key": model_key,
                          "job": job, "requests": [REQS[i] for i in idx],
                          "keys": [KEYS[i] for i in idx], "table": [cold[i] for i in idx],
-                         "commit_every": 2, "delay": 0.02 if job == "victim" else 0.005,
+                         "commit_every": 2, "delay": 0.1 if job == "victim" else 0.005,
                          "go": str(go)})
              for job, idx in parts.items()}
     deadline = time.time() + 60

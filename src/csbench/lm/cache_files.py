@@ -137,7 +137,7 @@ class Reader:
             if getattr(exc, "sqlite_errorcode", None) == _SQLITE_READONLY_ROLLBACK \
                     and self.copy_dir is None:
                 self._recover()
-                return self.con.execute(sql, args).fetchall()
+                return self.query(sql, args)
             if "no such table" in str(exc):   # created, killed before its tables were made
                 return []
             raise
