@@ -18,7 +18,7 @@ no task constructs a backend itself::
                          lm,                    # the validated config["lm"] section: device, dtype,
                                                 #   batch_size, max_batch_size (local) and served
                                                 #   (endpoints), refresh_cache (True: read no cache
-                                                #   entry, recompute and overwrite), chat_template
+                                                #   entry, recompute, store anew), chat_template
                                                 #   and system_instruction (the prompt format; a
                                                 #   model's: csbench.lm.prompt.model_lm(config,
                                                 #   name)); defaults in the config schema
