@@ -49,7 +49,9 @@ def one(tok, model, text, k):
 def texts_frame(texts):
     return pd.DataFrame({"item_id": [f"i{i}" for i in range(len(texts))],
                          "orig_id": [f"i{i}" for i in range(len(texts))],
-                         "dataset": "demo", "variant": "orig", "option": 1, "text": texts})
+                         "dataset": "demo", "variant": "orig",
+                         "label": pd.array([1] * len(texts), dtype="Int8"), "option": 1,
+                         "text": texts})
 
 
 @pytest.mark.parametrize("fixture", ["tiny_lm_dir", "tiny_bos_lm_dir"])
@@ -86,6 +88,8 @@ def test_item_texts_fill_the_blank():
                           "option1": ["x", "x", "u"], "option2": ["y", "y", "v"],
                           "label": pd.array([2, 2, None], dtype="Int8")})
     t = item_texts(items)
-    assert list(t["text"]) == ["A y b.", "B y a.", "C u."]
-    assert list(t["variant"]) == ["orig", "paraphrase", "orig"]
-    assert list(t["option"]) == [2, 2, 1]
+    # the original with answer 2 also gets its option-1 text (the unlabelled test item's rule)
+    assert list(t["text"]) == ["A y b.", "A x b.", "B y a.", "C u."]
+    assert list(t["variant"]) == ["orig", "orig", "paraphrase", "orig"]
+    assert list(t["option"]) == [2, 1, 2, 1]
+    assert t["label"].isna().tolist() == [False, False, False, True]

@@ -2,7 +2,7 @@
 
 The text of an item is its sentence with the correct option in place of ``_`` (WinoGrande,
 a WinoWhat paraphrase, WSC); an item without a public label (WinoGrande test) gets option 1,
-and its row says so (``option``). Each text is one sequence after the model's start token,
+and so does every original besides (:func:`item_texts`; ``option`` says which). Each text is one sequence after the model's start token,
 every token scored (:meth:`csbench.lm.base.Scorer.token_stats`, as lm-evaluation-harness's
 ``loglikelihood_rolling``). With ``lp_t`` the n token log-probs:
 
@@ -28,7 +28,8 @@ from ..errors import InputError
 SIGNALS = ["loss", "zlib", "mink", "minkpp"]
 # sign turning a signal into a membership score (higher = more member-like)
 MEMBER_SIGN = {"loss": -1.0, "zlib": -1.0, "mink": 1.0, "minkpp": 1.0}
-COLUMNS = ["item_id", "orig_id", "dataset", "variant", "option", "text", "n_tokens", *SIGNALS, "k"]
+TEXT_COLUMNS = ["item_id", "orig_id", "dataset", "variant", "label", "option", "text"]
+COLUMNS = [*TEXT_COLUMNS, "n_tokens", *SIGNALS, "k"]
 VARIANTS = {"orig": "orig", "transf": "paraphrase"}  # WinoWhat item table -> signals table
 
 
@@ -61,21 +62,26 @@ def fill(sentence: str, option: str, where=None) -> str:
     return sentence.replace("_", option)
 
 
-def item_texts(items: pd.DataFrame, datasets=None, where=None) -> pd.DataFrame:
-    """One text per row of the WinoWhat item table (``results/winowhat/items.parquet``):
-    ``item_id, orig_id, dataset, variant`` (orig / paraphrase), ``option`` (1 or 2: the
-    option in the blank, the label where there is one, else 1) and ``text``."""
+def item_texts(items: pd.DataFrame, where=None) -> pd.DataFrame:
+    """The texts of the WinoWhat item table (``results/winowhat/items.parquet``): per row its
+    sentence with the answer in the blank (``option`` = ``label``), and for an original whose
+    answer is option 2 also with option 1, so that every original has an option-1 text, the
+    only one an unlabelled item (WinoGrande test) has: dev against test compares texts filled
+    by the same rule. Columns ``item_id, orig_id, dataset, variant`` (orig / paraphrase),
+    ``label`` (NA: none public), ``option``, ``text``."""
     rows = []
     for r in items.itertuples(index=False):
-        if datasets is not None and r.dataset not in datasets:
-            continue
-        option = int(r.label) if pd.notna(r.label) else 1
-        text = fill(r.sentence, r.option1 if option == 1 else r.option2, where)
-        rows.append({"item_id": r.item_id, "orig_id": r.orig_id, "dataset": r.dataset,
-                     "variant": VARIANTS.get(r.variant, r.variant), "option": option,
-                     "text": text})
-    return pd.DataFrame(rows, columns=["item_id", "orig_id", "dataset", "variant", "option",
-                                       "text"])
+        label = int(r.label) if pd.notna(r.label) else None
+        variant = VARIANTS.get(r.variant, r.variant)
+        options = [label or 1] + ([1] if label == 2 and variant == "orig" else [])
+        for option in options:
+            rows.append({"item_id": r.item_id, "orig_id": r.orig_id, "dataset": r.dataset,
+                         "variant": variant, "label": label, "option": option,
+                         "text": fill(r.sentence, r.option1 if option == 1 else r.option2,
+                                      where)})
+    out = pd.DataFrame(rows, columns=TEXT_COLUMNS)
+    out["label"] = out["label"].astype("Int8")
+    return out
 
 
 def signals_table(texts: pd.DataFrame, scorer, k: float = 0.2,
