@@ -93,3 +93,69 @@ def test_item_texts_fill_the_blank():
     assert list(t["variant"]) == ["orig", "orig", "paraphrase", "orig"]
     assert list(t["option"]) == [2, 1, 2, 1]
     assert t["label"].isna().tolist() == [False, False, False, True]
+
+
+def test_served_model_gives_loss_zlib_mink_and_refuses_minkpp_naming_the_key(tmp_path):
+    """A served model: the echoed token log-probs of each text after the start token (equal to
+    the server's own), cached; Min-K%++ refused naming contamination.signals.minkpp."""
+    from fake_openai import FakeServer, token_logprob, tokens
+
+    from csbench.errors import CsbenchError
+    from csbench.lm.served import Endpoint, ServedScorer
+
+    df = texts_frame([" " + t for t in TEXTS[:2]])  # the fake server splits tokens at spaces
+    with FakeServer() as fake:
+        def served():
+            return ServedScorer(Endpoint(fake.base_url, fake.model, None, "<bos>"),
+                                cache_dir=tmp_path / "cache", max_concurrency=2, timeout=5,
+                                retries=1, backoff=0.01)
+
+        with pytest.raises(CsbenchError, match="contamination.signals.minkpp: false"):
+            signals_table(df, served(), 0.2)
+        got = signals_table(df, served(), 0.2, minkpp=False)
+        sent = fake.completions
+        again = served()
+        pd.testing.assert_frame_equal(signals_table(df, again, 0.2, minkpp=False), got)
+        assert fake.completions == sent and again.stats["cached"] == len(df)
+    for text, row in zip(df["text"], got.itertuples()):
+        prompt = "<bos>" + text
+        lp = [token_logprob(prompt[:o], t) for o, t in tokens(prompt) if o >= len("<bos>")]
+        assert row.n_tokens == len(lp) and row.loss == pytest.approx(-np.mean(lp))
+        assert row.mink == pytest.approx(lowest_mean(lp, 0.2)) and math.isnan(row.minkpp)
+
+
+def test_texts_a_model_was_trained_on_score_as_members(tiny_lm_dir, tmp_path):
+    """The membership direction: a tiny model trained for a few steps on half of a set of texts
+    ranks those above the other half on every signal (AUROC 1)."""
+    import shutil
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from csbench.bootstrap import auroc
+    from csbench.contamination.signals import MEMBER_SIGN
+
+    members = ["The red fox jumped over the sleeping dog near the river bank.",
+               "Grandmother baked bread every Sunday before the market opened.",
+               "A violin string snapped during the last bar of the concerto."]
+    others = ["The committee postponed its vote until the auditors had finished.",
+              "Snow covered the mountain pass long before the hikers arrived.",
+              "Her laptop battery died in the middle of the presentation."]
+    out = tmp_path / "trained"
+    shutil.copytree(tiny_lm_dir, out)
+    tok = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    for _ in range(30):
+        for t in members:
+            ids = torch.tensor([[start] + tok(t, add_special_tokens=False)["input_ids"]])
+            model(ids, labels=ids).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    model.save_pretrained(out)
+    scorer = open_scorer(out, {"device": "cpu", "dtype": "float32"}, None)
+    got = signals_table(texts_frame(members + others), scorer, 0.2)
+    gold = np.r_[np.ones(3, bool), np.zeros(3, bool)]
+    for s in MEMBER_SIGN:
+        assert auroc(MEMBER_SIGN[s] * got[s].to_numpy(), gold) == 1.0, s
