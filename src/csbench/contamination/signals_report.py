@@ -1,56 +1,50 @@
 """The membership-signals part of the contamination section of RESULTS.md, from
 ``results/contamination/signals/{auroc,mannwhitney,quartiles}.tsv`` (written by
-``contamination_signals_stats``) and its figure."""
+``contamination_signals_stats``), and its figure (also a target of that rule)."""
 from __future__ import annotations
 
 import pandas as pd
 
+from ..sections import Section, markdown_table, pval, read_table, select
+
 SUFFIXES = {"signals_auroc": "contamination/signals/auroc.tsv",
             "signals_mannwhitney": "contamination/signals/mannwhitney.tsv",
-            "signals_quartiles": "contamination/signals/quartiles.tsv",
-            "signals_figure": "contamination/signals/signals.png"}
+            "signals_quartiles": "contamination/signals/quartiles.tsv"}
 
 SIGNAL_NAMES = {"loss": "loss", "zlib": "zlib ratio", "mink": "Min-K%", "minkpp": "Min-K%++"}
+COMPARISON_NAMES = {"orig_vs_paraphrase": "orig vs paraphrase", "dev_vs_test": "dev vs test"}
 
 
 def inputs(targets) -> dict[str, list[str]]:
-    """The signals' result files among a task's targets, by role."""
-    from pathlib import Path
-
-    t = [Path(p).as_posix() for p in targets]
-    return {role: sorted(p for p in t if p.endswith(s)) for role, s in SUFFIXES.items()}
+    """The signals' result tables among the contamination task's targets, by role."""
+    return {role: select(targets, suffix) for role, suffix in SUFFIXES.items()}
 
 
-def _read(paths) -> pd.DataFrame:
-    if not paths:
-        return pd.DataFrame()
-    try:
-        return pd.read_csv(paths[0], sep="\t")
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
+def planned(ins: dict[str, list[str]]) -> dict[str, str]:
+    return ({"contamination_signals": "contamination_signals.png"}
+            if ins.get("signals_auroc") else {})
+
+
+def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str]) -> Section:
+    """The subsection (empty markdown when the signals were not computed); its figure into the
+    summary files."""
+    auc, mw, qt = (read_table(ins[k][0]) if ins.get(k) else pd.DataFrame() for k in SUFFIXES)
+    if auc.empty:
+        return Section("")
+    if "contamination_signals" in outputs:
+        plot(auc, qt, outputs["contamination_signals"])
+    return Section(markdown(auc, mw, qt, links.get("contamination_signals")),
+                   tables={"signals_auroc": auc, "signals_mannwhitney": mw,
+                           "signals_quartiles": qt})
 
 
 def _ci(v, lo, hi) -> str:
     return "–" if pd.isna(v) else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def _p(p) -> str:
-    return "–" if pd.isna(p) else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
-
-
-def _table(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
-
-
-def markdown(ins: dict[str, list[str]], figure_link: str | None = None) -> str:
-    """The subsection (empty text when the signals were not computed)."""
-    auc, mw, qt = (_read(ins.get(k)) for k in ("signals_auroc", "signals_mannwhitney",
-                                                 "signals_quartiles"))
-    if auc.empty:
-        return ""
+def markdown(auc: pd.DataFrame, mw: pd.DataFrame, qt: pd.DataFrame,
+             figure_link: str | None = None) -> str:
+    """The subsection's text from the three tables."""
     parts = ["### Membership signals (model-based, no corpus)", "",
              "Per item, the model's loss, zlib ratio, Min-K% Prob and Min-K%++ on the item's text "
              "(the answer in the blank), k = the `k` column of `results/contamination/signals/"
@@ -62,36 +56,36 @@ def markdown(ins: dict[str, list[str]], figure_link: str | None = None) -> str:
              "answers; a control pair that no model saw (the demo's synthetic items, `make demo`) "
              "shows how far the signals move without membership."]
     a = auc.copy()
-    a["comparison"] = a["comparison"].map({"orig_vs_paraphrase": "orig vs paraphrase",
-                                           "dev_vs_test": "dev vs test"}).fillna(a["comparison"])
+    a["comparison"] = pd.Categorical(a["comparison"].map(COMPARISON_NAMES),
+                                     list(COMPARISON_NAMES.values()))
     wide = a.assign(cell=[_ci(v, lo, hi) for v, lo, hi in
                           zip(a["auroc"], a["auroc_ci_low"], a["auroc_ci_high"])],
                     n=[f"{x} / {y}" for x, y in zip(a["n_members"], a["n_nonmembers"])])
     show = wide.pivot_table(index=["model", "comparison", "n"], columns="signal", values="cell",
-                            aggfunc="first").reset_index()
+                            aggfunc="first", observed=True).reset_index()
     show = show[["model", "comparison", "n"] + [s for s in SIGNAL_NAMES if s in show.columns]]
     show.columns = ["model", "comparison", "n members / non-members"] + [
         SIGNAL_NAMES[s] for s in SIGNAL_NAMES if s in show.columns]
-    parts += ["", "AUROC [95% CI] of each signal:", "", _table(show)]
+    parts += ["", "AUROC [95% CI] of each signal:", "", markdown_table(show)]
     if not mw.empty:
         m = pd.DataFrame({"model": mw["model"], "signal": mw["signal"].map(SIGNAL_NAMES),
                           "n right / wrong": [f"{x} / {y}" for x, y in
                                               zip(mw["n_correct"], mw["n_wrong"])],
                           "AUROC (right vs wrong)": mw["auroc"].map(lambda v: "–" if pd.isna(v)
                                                                    else f"{v:.3f}"),
-                          "one-sided p": mw["p_value"].map(_p)})
+                          "one-sided p": mw["p_value"].map(pval)})
         parts += ["", "Are WinoGrande dev originals with stronger membership evidence answered "
                   "right more often (WinoWhat scoring; one-sided Mann-Whitney U, alternative: the "
-                  "membership score is higher on items answered right)?", "", _table(m)]
+                  "membership score is higher on items answered right)?", "", markdown_table(m)]
     if not qt.empty:
         q = qt.assign(cell=[f"{100 * e:+.1f} ({n})" for e, n in zip(qt["effect"], qt["n_items"])])
+        q["signal"] = pd.Categorical(q["signal"].map(SIGNAL_NAMES), list(SIGNAL_NAMES.values()))
         w = q.pivot_table(index=["model", "signal"], columns="quartile", values="cell",
-                          aggfunc="first").reset_index()
-        w["signal"] = w["signal"].map(SIGNAL_NAMES)
+                          aggfunc="first", observed=True).reset_index()
         w.columns = ["model", "signal"] + [f"Q{c} (points, items)" for c in w.columns[2:]]
         parts += ["", "Paraphrase effect (accuracy on originals minus on their paraphrases, "
                   "points) by quartile of the originals' membership score (Q4: most "
-                  "member-like):", "", _table(w)]
+                  "member-like):", "", markdown_table(w)]
     if figure_link:
         parts += ["", f"![membership signals]({figure_link})"]
     return "\n".join(parts)
@@ -135,5 +129,5 @@ def plot(auc: pd.DataFrame, quart: pd.DataFrame, path) -> None:
     ax2.legend(fontsize=6)
     fig.tight_layout()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
+        fig.savefig(tmp, dpi=120, format="png", metadata={"Software": None})
     plt.close(fig)
