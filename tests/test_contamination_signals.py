@@ -159,3 +159,41 @@ def test_texts_a_model_was_trained_on_score_as_members(tiny_lm_dir, tmp_path):
     gold = np.r_[np.ones(3, bool), np.zeros(3, bool)]
     for s in MEMBER_SIGN:
         assert auroc(MEMBER_SIGN[s] * got[s].to_numpy(), gold) == 1.0, s
+
+
+def test_statistics_on_a_planted_table():
+    """Originals with lower loss than their paraphrases: AUROC 1 orig vs paraphrase (paired
+    items), the Mann-Whitney test finds the right-answered items more member-like, quartiles
+    cover every item, and the section names the comparisons."""
+    from csbench.contamination import signals_stats as st
+    from csbench.contamination.signals_report import markdown
+
+    rng = np.random.default_rng(0)
+    n = 40
+    ids = [f"q{i}" for i in range(n)]
+    loss = rng.uniform(2, 4, n)
+    rows = []
+    for i, q in enumerate(ids):
+        for variant, extra in (("orig", 0.0), ("paraphrase", 3.0)):
+            rows.append(dict(item_id=q, orig_id=q, dataset="winogrande_dev", variant=variant,
+                             label=1, option=1, loss=loss[i] + extra))
+        rows.append(dict(item_id=f"t{i}", orig_id=f"t{i}", dataset="winogrande_test",
+                         variant="orig", label=None, option=1, loss=loss[i] + 0.5))
+    sig = pd.DataFrame(rows)
+    sig["label"] = sig["label"].astype("Int8")
+    for s in ("zlib", "mink", "minkpp"):
+        sig[s] = -sig["loss"] if s != "zlib" else sig["loss"] / 50
+    correct = loss < np.median(loss)  # low loss (member-like): answered right
+    res = pd.DataFrame({"item_id": ids * 2, "orig_id": ids * 2,
+                        "dataset": "winogrande_dev", "variant": ["orig"] * n + ["transf"] * n,
+                        "correct": list(correct) + [True] * n})
+    auc = st.auroc_table("m", sig, n=200)
+    para = auc[auc["comparison"] == "orig_vs_paraphrase"]
+    assert (para["auroc"] == 1.0).all() and (para["n_members"] == n).all()
+    assert (para["auroc_ci_low"] <= 1.0).all()
+    mw = st.mannwhitney_table("m", sig, res)
+    assert (mw["p_value"] < 0.001).all() and (mw["auroc"] == 1.0).all()
+    qt = st.quartile_table("m", sig, res)
+    assert qt.groupby("signal")["n_items"].sum().eq(n).all()
+    md = markdown(auc, mw, qt)
+    assert "orig vs paraphrase" in md and "dev vs test" in md and "evidence, not proof" in md
