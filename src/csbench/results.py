@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from .contamination import report as contamination
+from .findings import NOT_RUN, Finding, findings_markdown
 from .protoqa import report as protoqa
 from .qads import report as qads
 from .sections import Section, markdown_table
@@ -122,6 +123,7 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
     links = {k: Path(v).resolve().relative_to(md_dir).as_posix()
              if Path(v).resolve().is_relative_to(md_dir) else str(v) for k, v in outputs.items()}
     sections: dict[str, Section] = {}
+    skipped: list[Finding] = []
     out = ["# csbench results", "",
            "Built by the `results` rule from the result tables of this run only: every number below is "
            "read from a table under `results/`, except the rows labelled **published**, which come from "
@@ -131,6 +133,8 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
         out += ["", f"## {mod.TITLE}", ""]
         if task not in configured:
             out.append(f"Skipped: `{task}` is not in this run's `tasks`, so it has no result tables.")
+            skipped.append(Finding(mod.PAPER, f"(every finding from `{task}`)", verdict=NOT_RUN,
+                                   why=f"`{task}` is not in this run's `tasks`"))
             continue
         sec = mod.section(tables.get(task, {}), outputs, links, anchors)
         sections[task] = sec
@@ -141,6 +145,9 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
     models = models_markdown([m for sec in sections.values() for m in sec.models])
     if models:
         out += ["", "## Models", "", models]
+    found = [f for sec in sections.values() for f in sec.findings] + skipped
+    if found:  # first, right under the introduction
+        out[3:3] = ["", "## Findings", "", findings_markdown(found)]
     with atomic_open(markdown_path) as fh:
         fh.write("\n".join(out).rstrip() + "\n")
     if log is not None:

@@ -7,6 +7,7 @@ import pandas as pd
 from ..sections import Section, markdown_table, num, pct, pval, read_table, select, write_summary
 
 TITLE = "Contamination: does it help?"
+PAPER = "WinoWhat"  # whose findings this section checks
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:

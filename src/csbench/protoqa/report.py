@@ -11,6 +11,7 @@ from ..sections import Section, markdown_table, pct, read_table, select, write_s
 from . import SAMPLING_ROWS
 
 TITLE = "ProtoQA: ranked answer lists"
+PAPER = "ProtoQA"  # whose findings this section checks
 PQ_METRICS = ("max_answers@1", "max_answers@3", "max_answers@5", "max_answers@10",
               "max_incorrect@1", "max_incorrect@3", "max_incorrect@5")
 MODEL_ROWS = ("model_source", "model_quant", "random_model", "compute_device", "compute_dtype",

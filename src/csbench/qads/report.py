@@ -9,6 +9,7 @@ from ..sections import (Section, markdown_table, num, pct, random_note, read_tab
                         write_summary)
 
 TITLE = "QADS: WSD and QA on synonym-substituted SQuAD 2.0 questions"
+PAPER = "QADS"  # whose findings this section checks
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ from ..sections import (Section, ci, markdown_table, num, pct, pval, random_note
 from .stats import CATEGORIES
 
 TITLE = "WinoWhat: WinoGrande and WSC, original vs paraphrased"
+PAPER = "WinoWhat"  # whose findings this section checks
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
