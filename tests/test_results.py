@@ -84,6 +84,10 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     eff = [{"model": "m1", "dataset": "winogrande_dev", "variant": "orig", "benchmark": "winogrande_dev",
             "corpus": "web", "method": "exact", "n_contaminated": 3, "n_clean": 20, "acc_contaminated": 0.6,
             "acc_clean": 0.5, "difference": 0.1, "u": 33.0, "p_value": 0.3, "random_model": False}]
+    (r / "winowhat").mkdir(parents=True, exist_ok=True)  # the gold labels: majority class
+    pd.DataFrame({"dataset": ["winogrande_dev"] * 5 + ["wsc"] * 2, "label": [1, 1, 2, 1, None, 2, 2],
+                  "variant": ["orig", "orig", "orig", "transf", "transf", "orig", "orig"]}) \
+        .to_parquet(r / "winowhat" / "items.parquet")
     qa_scores = r / "qads" / "qa_scores.tsv"
     qa_scores.parent.mkdir(parents=True, exist_ok=True)
     qa_scores.write_text("\n")  # no pretrained QA model configured: an empty table

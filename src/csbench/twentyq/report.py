@@ -193,7 +193,7 @@ def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Find
             f = Finding("20Q", claim_ft, paper_ft, baseline=baseline, system=f"{model}, {bench}",
                         metric="F1", anchors=ids_ft)
             if tuned is None:
-                f.verdict, f.why = judge(missing="no fine-tuned arm in this run (prompting only)")
+                f.verdict, f.why = judge(missing="no fine-tuned arm in this run: prompting only")
             else:
                 best = max((v for v in ("zero_shot", "few_shot") if v in g), key=lambda v: g[v]["f1"])
                 ft, pr = _f1(g[tuned]), _f1(g[best])
