@@ -1,0 +1,70 @@
+"""The verdict rules of the Findings table (csbench.findings.judge, docs/reproduce.md) and the
+interval helpers the task reports use."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from csbench import findings as F
+
+
+@pytest.mark.parametrize("kwargs, verdict, why", [
+    (dict(effect=5.0, lo=1.0, hi=9.0), F.REPRODUCED, "above no effect"),
+    (dict(effect=-5.0, lo=-9.0, hi=-1.0), F.NOT_REPRODUCED, "opposite direction"),
+    (dict(effect=2.0, lo=-1.0, hi=5.0), F.INCONCLUSIVE, "spans no effect"),
+    (dict(effect=2.0, lo=0.0, hi=5.0), F.INCONCLUSIVE, "spans no effect"),   # touching 0 spans it
+    (dict(effect=2.0), F.INCONCLUSIVE, "no interval"),
+    (dict(), F.INCONCLUSIVE, "no effect could be computed"),
+    (dict(effect=2.0, significant=True), F.REPRODUCED, "significant"),
+    (dict(effect=-2.0, significant=True), F.NOT_REPRODUCED, "opposite"),
+    (dict(effect=2.0, significant=False), F.INCONCLUSIVE, "not significant"),
+    # the order of the rules: a missing arm first, then the trivial baseline, then the interval
+    (dict(effect=5.0, lo=1.0, hi=9.0, missing="no fine-tuned arm"), F.NOT_RUN, "no fine-tuned arm"),
+    (dict(effect=5.0, lo=1.0, hi=9.0, at_baseline="F1 60 ≤ 65"), F.INCONCLUSIVE,
+     "at the trivial baseline: F1 60 ≤ 65"),
+    (dict(missing="no corpus", at_baseline="x"), F.NOT_RUN, "no corpus"),
+    # a null finding (the paper found no difference)
+    (dict(effect=10.0, null_claim=True, significant=False), F.REPRODUCED, "no difference either"),
+    (dict(effect=10.0, null_claim=True, significant=True), F.NOT_REPRODUCED, "finds a difference"),
+    (dict(effect=-10.0, null_claim=True, significant=True), F.REPRODUCED, "no difference"),
+])
+def test_verdict_rules(kwargs, verdict, why):
+    effect = kwargs.pop("effect", math.nan)
+    lo, hi = kwargs.pop("lo", math.nan), kwargs.pop("hi", math.nan)
+    v, reason = F.judge(effect, lo, hi, **kwargs)
+    assert v == verdict and why in reason
+    assert v in F.VERDICTS and (reason or v == F.REPRODUCED)
+
+
+def test_trivial_baseline_compares_the_interval_low_end():
+    assert F.at_baseline(64.0, 65.1) and F.at_baseline(65.1, 65.1)
+    assert not F.at_baseline(66.0, 65.1)
+    assert not F.at_baseline(math.nan, 65.1) and not F.at_baseline(50.0, math.nan)
+
+
+def test_interval_helpers():
+    d, lo, hi = F.difference_interval(60.0, 55.0, 65.0, 50.0, 46.0, 54.0)
+    assert (d, lo, hi) == (10.0, 1.0, 19.0)
+    # 1,177 pairs, 317 right only on the original, 231 only on the paraphrase: +7.3 points
+    d, lo, hi = F.paired_interval(1177, 317, 231)
+    assert round(100 * d, 1) == 7.3 and 0.02 < lo < d < hi < 0.13
+    assert all(math.isnan(x) for x in F.paired_interval(0, 0, 0))
+
+
+def test_anchor_by_id_in_percent():
+    anchors = pd.DataFrame({"id": ["a.t1.x.y.acc", "a.t1.x.y.f1", "a.t2.x.y.n"],
+                            "value": [0.6, 58.77, 815.0], "percent": [60.0, 58.77, math.nan]})
+    assert F.anchor(anchors, "a.t1.x.y.acc") == 60.0 and F.anchor(anchors, "a.t1.x.y.f1") == 58.77
+    assert F.anchor(anchors, "a.t2.x.y.n") == 815.0
+    assert math.isnan(F.anchor(anchors, "missing")) and math.isnan(F.anchor(pd.DataFrame(), "x"))
+
+
+def test_findings_table_orders_by_paper():
+    rows = [F.Finding("QADS", "q", verdict=F.NOT_RUN, why="off"),
+            F.Finding("20Q", "t", ours="58.2 [55.1, 61.0]", verdict=F.REPRODUCED)]
+    md = F.findings_markdown(rows)
+    assert md.index("| 20Q | t |") < md.index("| QADS | q |")
+    assert "| 58.2 [55.1, 61.0] | – | **reproduced** |" in md and "**not run** (off)" in md
+    assert F.Finding("20Q", "t").record()["effect"] is None
