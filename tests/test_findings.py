@@ -68,3 +68,28 @@ def test_findings_table_orders_by_paper():
     assert md.index("| 20Q | t |") < md.index("| QADS | q |")
     assert "| 58.2 [55.1, 61.0] | – | **reproduced** |" in md and "**not run** (off)" in md
     assert F.Finding("20Q", "t").record()["effect"] is None
+
+
+def test_twentyq_findings_from_the_metrics_table():
+    """A fine-tuned arm well above prompting and the always-yes F1 is reproduced; the topic
+    ablation of a prompt at the always-yes F1 is inconclusive, and says so."""
+    from csbench.twentyq.report import baselines, findings
+
+    def row(variant, f1, lo, hi):
+        return {"benchmark": "20Q test split", "model": "m", "variant": variant, "n": 2500, "f1": f1,
+                "f1_ci_low": lo, "f1_ci_high": hi, "accuracy": 0.5, "gold_yes_share": 0.483}
+    t = pd.DataFrame([row("zero_shot", 0.60, 0.57, 0.63), row("few_shot", 0.64, 0.61, 0.67),
+                      row("few_shot_no_topic", 0.60, 0.57, 0.63), row("fine_tuned", 0.80, 0.78, 0.82),
+                      row("fine_tuned_no_topic", 0.62, 0.59, 0.65)])
+    base = baselines(t)
+    assert base["f1"].round(3).tolist() == [0.651, 0.0] and base["accuracy"].round(3).tolist() == [0.483, 0.517]
+    got = {f.claim: f for f in findings(t, None, None)}
+    ft = got["fine-tuning beats prompting (F1)"]
+    assert ft.verdict == F.REPRODUCED and round(ft.ci_low, 1) == 11.0  # 78 - 67
+    topic = got["removing the topic lowers F1"]
+    assert topic.verdict == F.REPRODUCED and topic.system.startswith("m, fine-tuned")
+    t = t[~t["variant"].str.startswith("fine_tuned")]
+    got = {f.claim: f for f in findings(t, None, None)}
+    assert got["fine-tuning beats prompting (F1)"].verdict == F.NOT_RUN
+    topic = got["removing the topic lowers F1"]  # few-shot 64 [61, 67]: 61 <= always-yes 65.1
+    assert topic.verdict == F.INCONCLUSIVE and "always-yes F1 65.1" in topic.why

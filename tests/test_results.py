@@ -213,7 +213,7 @@ def test_findings_come_first_and_results_json_holds_every_shown_number(tmp_path)
     md = (tmp_path / "a" / "RESULTS.md").read_text()
     assert md.index("## Findings") < md.index("## WinoWhat")
     findings = md[md.index("## Findings"):md.index("## WinoWhat")]
-    assert "| 20Q | fine-tuning beats prompting (F1) | m1, CSQA2 dev |" in findings
+    assert "| 20Q | fine-tuning beats prompting (F1) | every model, CSQA2 dev |" in findings
     assert "**not run** (no fine-tuned arm in this run: prompting only)" in findings
     # m2's originals (52.0 [47.0, 57.0]) do not beat the majority class of the gold labels (2/3)
     assert "at the trivial baseline: original accuracy 47.0 (interval low) ≤ majority class 66.7" \

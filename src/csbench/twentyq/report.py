@@ -187,14 +187,18 @@ def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Find
         base = baselines(d)
         yes_f1 = 100 * base.loc[base["baseline"] == "always yes", "f1"].iloc[0] if len(base) else float("nan")
         baseline = f"always yes {points(yes_f1)}" if len(base) else "–"
+        has_arm = d["variant"].str.startswith("fine_tuned").any()
         for model in d["model"].unique():
             g = {r["variant"]: r for r in d[d["model"] == model].to_dict("records")}
             tuned = next((v for v in g if v.startswith("fine_tuned") and "no_topic" not in v), None)
             f = Finding("20Q", claim_ft, paper_ft, baseline=baseline, system=f"{model}, {bench}",
                         metric="F1", anchors=ids_ft)
-            if tuned is None:
+            if tuned is None and (has_arm or model == d["model"].iloc[0]):
+                if not has_arm:  # one row says it for every model
+                    f.system = f"every model, {bench}"
                 f.verdict, f.why = judge(missing="no fine-tuned arm in this run: prompting only")
-            else:
+                out.append(f)
+            elif tuned is not None:
                 best = max((v for v in ("zero_shot", "few_shot") if v in g), key=lambda v: g[v]["f1"])
                 ft, pr = _f1(g[tuned]), _f1(g[best])
                 f.effect, f.ci_low, f.ci_high = difference_interval(*ft, *pr)
@@ -204,7 +208,7 @@ def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Find
                 f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=(
                     f"fine-tuned F1 {points(ft[1])} ≤ always-yes F1 {points(yes_f1)}"
                     if at_baseline(ft[1] if ft[1] == ft[1] else ft[0], yes_f1) else None))
-            out.append(f)
+                out.append(f)
             arm = tuned or ("few_shot" if "few_shot" in g else "zero_shot")
             f = Finding("20Q", claim_topic, paper_topic, baseline=baseline,
                         system=f"{model}, {arm.replace('_', '-')}, {bench}", metric="F1", anchors=ids_topic)
