@@ -68,6 +68,9 @@ def test_findings_table_orders_by_paper():
     assert md.index("| 20Q | t |") < md.index("| QADS | q |")
     assert "| 58.2 [55.1, 61.0] | – | **reproduced** |" in md and "**not run** (off)" in md
     assert F.Finding("20Q", "t").record()["effect"] is None
+    import numpy as np
+    rec = F.Finding("20Q", "t", n=np.int64(7), effect=np.float64("nan")).record()
+    assert rec["n"] == 7 and type(rec["n"]) is int and rec["effect"] is None
 
 
 def test_twentyq_findings_from_the_metrics_table():

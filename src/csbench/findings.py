@@ -44,8 +44,12 @@ class Finding:
     anchors: list[str] = field(default_factory=list)
 
     def record(self) -> dict:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v)
-                for k, v in asdict(self).items()}
+        """The row as JSON values: numpy scalars as plain numbers, NaN as None."""
+        out = {}
+        for k, v in asdict(self).items():
+            v = v.item() if hasattr(v, "item") else v
+            out[k] = None if isinstance(v, float) and math.isnan(v) else v
+        return out
 
 
 def _nan(x) -> bool:

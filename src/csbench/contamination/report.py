@@ -59,27 +59,30 @@ def contamination_markdown(effect: pd.DataFrame, summary: pd.DataFrame) -> str:
 
 def findings(effect: pd.DataFrame, anchors) -> list[Finding]:
     """WinoWhat's memorisation check (its Section 4.2): contaminated WinoGrande items are not
-    scored significantly better than clean ones (one-sided Mann-Whitney U, p >= 0.05)."""
+    scored significantly better than clean ones (one-sided Mann-Whitney U). One row per model, on
+    the original items: every corpus x method test with contaminated items, the smallest p
+    deciding (uncorrected, so a difference anywhere counts against the paper's null finding)."""
     lo = anchor(anchors, "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-min")
     hi = anchor(anchors, "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-max")
-    paper = f"p {points(lo, 3)}–{points(hi, 3)} (LLaMA 1 models, Section 4.2)"
+    paper = f"p {points(lo, 3)} to {points(hi, 3)} (LLaMA 1 models, Section 4.2)"
     ids = ["winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-min",
            "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-max"]
     claim = "memorisation: contaminated items are not scored better"
-    if effect.empty:
-        return [Finding("WinoWhat", claim, paper, verdict="not run",
-                        why="no contamination effect table (no corpus scanned)", anchors=ids)]
+    e = effect[(effect["variant"] == "orig") & (effect["n_contaminated"] > 0)] if not effect.empty \
+        else effect
+    if e.empty:
+        why = ("no contamination effect table (no corpus scanned)" if effect.empty else
+               "no original item was found in any corpus")
+        return [Finding("WinoWhat", claim, paper, verdict="not run", why=why, anchors=ids)]
     out = []
-    for r in effect.itertuples():
-        f = Finding("WinoWhat", claim, paper, system=f"{r.model}, {r.benchmark} {r.variant}, "
-                    f"{r.corpus} ({r.method})", metric="accuracy", anchors=ids,
-                    effect=100 * r.difference, n=r.n_contaminated + r.n_clean,
-                    baseline="–")
-        f.ours = (f"contaminated {pct(r.acc_contaminated)} vs clean {pct(r.acc_clean)} "
-                  f"(n {int(r.n_contaminated)} / {int(r.n_clean)}), p {pval(r.p_value)}")
-        if not r.n_contaminated:
-            f.verdict, f.why = judge(missing="no contaminated item")
-        else:
-            f.verdict, f.why = judge(f.effect, null_claim=True, significant=bool(r.p_value < 0.05))
+    for model, g in e.groupby("model", sort=True):
+        r = g.loc[g["p_value"].idxmin()]
+        f = Finding("WinoWhat", claim, paper, system=f"{model}, {r['benchmark']} originals",
+                    metric="accuracy", anchors=ids, effect=100 * r["difference"],
+                    n=r["n_contaminated"] + r["n_clean"], baseline="–")
+        f.ours = (f"{len(g)} corpus × method tests; smallest p {pval(r['p_value'])} ({r['corpus']}, "
+                  f"{r['method']}: contaminated {pct(r['acc_contaminated'])} vs clean "
+                  f"{pct(r['acc_clean'])}, n {int(r['n_contaminated'])} / {int(r['n_clean'])})")
+        f.verdict, f.why = judge(f.effect, null_claim=True, significant=bool(r["p_value"] < 0.05))
         out.append(f)
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..findings import Finding, anchor, at_baseline, effect_text, judge, points
-from ..sections import (Section, markdown_table, num, pct, random_note, read_table, select,
+from ..sections import (Section, is_random, markdown_table, num, pct, random_note, read_table, select,
                         write_summary)
 
 TITLE = "QADS: WSD and QA on synonym-substituted SQuAD 2.0 questions"
@@ -201,7 +201,9 @@ def no_answer_baseline(q: pd.DataFrame) -> pd.DataFrame:
     if q.empty or "NoAns_n" not in q:
         return pd.DataFrame(columns=cols)
     rows = []
-    for qs, g in q.dropna(subset=["NoAns_n"]).groupby("questions", sort=False):
+    order = {"original": 0, "one": 1, "all": 2}
+    for qs, g in sorted(q.dropna(subset=["NoAns_n"]).groupby("questions", sort=False),
+                        key=lambda kv: order.get(kv[0], 9)):
         n, none = float(g["n"].iloc[0]), float(g["NoAns_n"].iloc[0])
         share = 100 * none / n if n else float("nan")
         rows.append({"questions": qs, "n": n, "exact": share, "f1": share, "HasAns_exact": 0.0,
@@ -223,14 +225,14 @@ def findings(q: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
         why = "no QA model was scored"
         return [Finding("QADS", drop_claim, drop_paper, verdict="not run", why=why, anchors=ids[:2]),
                 Finding("QADS", rec_claim, rec_paper, verdict="not run", why=why, anchors=ids[1:])]
-    qads = "all" if (q["questions"] == "all").any() else "one"
     b = base.set_index("questions")["f1"] if not base.empty else pd.Series(dtype=float)
     baseline = f"always no answer {points(b.get('original', float('nan')))}" if len(b) else "–"
     f1 = q.set_index(["model", "training", "questions"])["f1"]
     out = []
-    for (model, training), _ in q.groupby(["model", "training"], sort=False):
-        if training.startswith("fine-tuned"):
-            continue
+    for (model, training), g in q.groupby(["model", "training"], sort=False):
+        if training.startswith("fine-tuned") or not (g["questions"] == "original").any():
+            continue  # the fine-tuning folds score the QADS questions only
+        qads = "all" if (g["questions"] == "all").any() else "one"
         orig, sub = f1.get((model, training, "original")), f1.get((model, training, qads))
         f = Finding("QADS", drop_claim, drop_paper, baseline=baseline, metric="F1",
                     system=f"{model}, original → {qads}, training {training}", anchors=ids[:2])
@@ -240,13 +242,15 @@ def findings(q: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
             f.effect = orig - sub
             f.ours = f"{points(orig)} → {points(sub)}; " + effect_text(f.effect, None, None)
             low = b.get("original", float("nan"))
-            f.verdict, f.why = judge(f.effect, at_baseline=(
+            f.verdict, f.why = judge(f.effect, at_baseline=random_weights(g) or (
                 f"F1 on the original questions {points(orig)} ≤ always no answer {points(low)}"
                 if at_baseline(orig, low) else None))
         out.append(f)
     if not out:
         out.append(Finding("QADS", drop_claim, drop_paper, verdict="not run", anchors=ids[:2],
                            why="no QA model scored before fine-tuning on QADS"))
+    tuned = q.loc[q["training"].str.startswith("fine-tuned"), "questions"]
+    qads = "all" if (tuned == "all").any() else "one"
     out.append(_recovery(q, f1, qads, baseline, rec_paper, rec_claim, ids[1:]))
     return out
 
@@ -260,7 +264,8 @@ def _recovery(q, f1, qads, baseline, paper, claim, ids) -> Finding:
     model, training = tuned["model"].iloc[0], tuned["training"].iloc[0]
     before = "none (before fine-tuning)"
     f.system = f"{model}, `{qads}` questions"
-    vals = [f1.get(k) for k in ((model, before, "original"), (model, before, qads), (model, training, qads))]
+    orig = f1.get((model, before, "original"), f1.get((model, "none (as configured)", "original")))
+    vals = [orig, f1.get((model, before, qads)), f1.get((model, training, qads))]
     if any(v is None for v in vals):
         f.verdict, f.why = judge(missing="no scores before and after fine-tuning on the same questions")
         return f
@@ -270,5 +275,13 @@ def _recovery(q, f1, qads, baseline, paper, claim, ids) -> Finding:
     f.ours = (f"{points(pre)} → {points(post)} of {points(orig)} on the original questions: "
               f"{points(100 * share)}% of the drop recovered")
     f.effect = 50 - 100 * share  # recovers little: under half of the drop
-    f.verdict, f.why = judge(f.effect, missing=None if lost > 0 else "no drop to recover")
+    f.verdict, f.why = judge(f.effect, missing=None if lost > 0 else "no drop to recover",
+                             at_baseline=random_weights(tuned))
     return f
+
+
+def random_weights(df: pd.DataFrame) -> str | None:
+    """Why a model's numbers cannot support a finding: its weights are random."""
+    if "random_model" in df and is_random(df["random_model"]).any():
+        return "random weights (`random_model = true`): the numbers only show that the pipeline runs"
+    return None
