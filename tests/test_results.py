@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from csbench import results as R
+from csbench.errors import InputError
 from csbench.protoqa.report import PQ_METRICS
 from csbench.record import validate
 from csbench.twentyq.prompts import VARIANTS
@@ -126,13 +127,60 @@ def test_every_published_anchor_has_a_value_and_a_source():
     df = R.read_anchors(ANCHORS)
     assert len(df) and df["source"].str.len().min() > 10
     assert set(df["task"]) <= set(R.TASK_ORDER)
+    assert df["id"].is_unique
 
 
-def test_anchor_rows_without_a_source_are_refused(tmp_path):
+def test_each_anchor_source_names_a_table_or_section():
+    df = R.read_anchors(ANCHORS)
+    unnamed = df[~df["source"].str.contains(
+        r"Table \d+|Section [0-9IVX]|§\s*\d|appendix|abstract|model card", case=False)]
+    assert unnamed.empty, list(unnamed["id"])
+    outside = df[~df["id"].str.match(r"(20q|winowhat|protoqa|qads)\.")]
+    assert outside["note"].str.contains("primary source outside the four papers").all()
+
+
+def test_headline_anchors_as_printed_in_the_papers():
+    a = R.read_anchors(ANCHORS).set_index("id")
+    printed = a["printed"].to_dict()
+    assert [printed[f"20q.t5.gpt3-175b.{s}.f1"] for s in ("zero-shot", "few-shot", "fine-tuned")] \
+        == ["61.10", "67.14", "82.50"]
+    assert printed["20q.s7-4.gpt3-175b.fine-tuned-no-topic.f1"] == "59.40"
+    assert printed["winowhat.t2.opt-1.3b.wg-val-original.accuracy"] == "0.60"
+    assert printed["winowhat.t2.opt-1.3b.wg-val-paraphrased.accuracy"] == "0.53"
+    assert a.loc["winowhat.t2.opt-1.3b.wg-val-paraphrased.accuracy", "percent"] == pytest.approx(53.0)
+    assert printed["winowhat.t4.pythia-1b.wg-val-paraphrased.accuracy"] == "0.53"
+    assert printed["protoqa.t3.gpt2-finetuned.test.exact-max-answers-1"] == "29.4"
+    # QADS Table 2: 22.25 before fine-tuning on QADS, 25.93 (the abstract's "26") after
+    assert printed["qads.t2.electra-large.qads-before-ft.accuracy"] == "22.25"
+    assert printed["qads.t2.electra-base.qads-before-ft.accuracy"] == "22.15"
+    assert printed["qads.t2.electra-large.qads-after-ft.accuracy"] == "25.93"
+    assert printed["qads.t2.electra-large.squad2-dev.accuracy"] == "87.85"
+    assert not a["source"].str.contains("BenchmarkCards").any()
+
+
+GOOD = ("20q.t5.gpt3-175b.fine-tuned.f1\ttwentyq\t20Q\tGPT-3 175B\tF1\t82.50\t%\tfine-tuned\t"
+        "De Bruyn et al., 20Q, Table 5, row GPT-3 175B, column F-T F1\t")
+
+
+@pytest.mark.parametrize("row, message", [
+    (GOOD.replace("De Bruyn et al., 20Q, Table 5, row GPT-3 175B, column F-T F1", ""), "source"),
+    (GOOD.replace("Table 5, row", "the results, row"), "table or section"),
+    (GOOD.replace("20q.t5.gpt3-175b", "20Q.t5.GPT3 175b"), "id"),
+    (GOOD.replace("20q.t5.gpt3-175b.fine-tuned.f1", "20q.t5.f1"), "id"),
+    (GOOD.replace("82.50", "82,50"), "not a number"),
+    (GOOD.replace("82.50", "nan"), "not a number"),
+    (GOOD.replace("\t%\t", "\tpercent\t"), "unit"),
+    (GOOD.replace("twentyq", "twenty_q"), "task"),
+    (GOOD + "\n" + GOOD, "already used on line 3"),
+])
+def test_bad_anchor_rows_are_refused_with_file_and_line(tmp_path, row, message):
     bad = tmp_path / "a.tsv"
-    bad.write_text("\t".join(R.ANCHOR_COLUMNS) + "\nwinowhat\tWG\tx\taccuracy\t50\tzero-shot\t\t\n")
-    with pytest.raises(ValueError, match="source"):
+    bad.write_text("# comment\n" + "\t".join(R.ANCHOR_COLUMNS) + "\n" + row + "\n")
+    with pytest.raises(InputError, match=message) as e:
         R.read_anchors(bad)
+    assert str(bad) in str(e.value) and e.value.line in (3, 4)
+    bad.write_text("# comment\n" + "\t".join(R.ANCHOR_COLUMNS) + "\n" + GOOD + "\n")
+    assert R.read_anchors(bad).loc[0, "percent"] == pytest.approx(82.5)
 
 
 def test_results_from_tables_and_byte_identical_reruns(tmp_path):

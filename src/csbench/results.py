@@ -13,6 +13,8 @@ fixed, so two runs on the same tables give byte-identical files.
 """
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +31,8 @@ from .winowhat import report as winowhat
 SECTIONS = {"winowhat": winowhat, "protoqa": protoqa, "twentyq": twentyq, "qads": qads,
             "contamination": contamination}  # RESULTS.md's order
 TASK_ORDER = tuple(SECTIONS)
-ANCHOR_COLUMNS = ("task", "benchmark", "system", "metric", "value", "setting", "source", "note")
+ANCHOR_COLUMNS = ("id", "task", "benchmark", "system", "metric", "value", "unit", "setting", "source",
+                  "note")
 
 
 def inputs_of(task: str, targets: list[str]) -> dict[str, list[str]]:
@@ -52,25 +55,86 @@ def anchors_markdown(anchors: pd.DataFrame, task: str) -> str:
         return ("No **published** number is listed for this task in `resources/published_anchors.tsv` "
                 "(none could be sourced; see docs/reproduce.md).")
     show = pd.DataFrame({"benchmark": a["benchmark"], "system": a["system"], "metric": a["metric"],
-                         "published": a["value"].map(lambda v: f"{float(v):.1f}"),
+                         "published": [f"{p}%" if u == "%" else p for p, u in zip(a["printed"], a["unit"])],
                          "setting": a["setting"], "source": a["source"], "note": a["note"].fillna("")})
     return ("**Published** numbers for orientation (from `resources/published_anchors.tsv`; other "
             "models, weights, prompts or splits than the rows above, so not directly comparable):\n\n"
             + markdown_table(show))
 
 
+ANCHOR_ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+ANCHOR_UNITS = {"%": 1.0, "fraction": 100.0, "count": None, "nll": None, "words": None, "p-value": None}
+#: what a row's source must name: a table, section or appendix of the paper, its abstract, or a
+#: model card (the one primary source outside a paper the file uses)
+ANCHOR_SOURCE = re.compile(r"Table \d+|Section [0-9IVX]|§\s*\d|appendix|abstract|model card", re.I)
+
+
 def read_anchors(path) -> pd.DataFrame:
-    df = pd.read_csv(path, sep="\t", comment="#", dtype=str, keep_default_na=False)
-    missing = [c for c in ANCHOR_COLUMNS if c not in df]
-    if missing:
-        raise ValueError(f"{path}: missing columns {missing}")
-    bad = df[(df["source"].str.strip() == "") | (df["value"].str.strip() == "")]
-    if len(bad):
-        raise ValueError(f"{path}: every published number needs a value and a source "
-                         f"(rows {list(bad.index + 2)})")
+    """The published anchors (columns :data:`ANCHOR_COLUMNS`, one row per number), validated: a
+    unique id of the form ``<paper>.<table>.<system>.<setting>.<metric>`` in ``[a-z0-9_.-]``, a
+    numeric value in a known unit, a source naming a table or section (:data:`ANCHOR_SOURCE`).
+    A bad row raises :class:`~csbench.errors.InputError` naming the file and line. ``value`` is
+    the number as printed (float), ``printed`` its text, ``percent`` the value in percent where
+    the unit is ``%`` or ``fraction`` (NaN otherwise)."""
+    from .errors import InputError
+
+    header, rows = None, []
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        if header is None:
+            header = cells
+            missing = [c for c in ANCHOR_COLUMNS if c not in header]
+            if missing:
+                raise InputError(path, f"missing columns {missing}", lineno)
+            continue
+        if len(cells) != len(header):
+            raise InputError(path, f"{len(cells)} tab-separated cells, the header has {len(header)}",
+                             lineno)
+        row = dict(zip(header, (c.strip() for c in cells)))
+        problem = _anchor_problem(row)
+        if problem:
+            raise InputError(path, problem, lineno)
+        rows.append((lineno, row))
+    if header is None:
+        raise InputError(path, "no header line")
+    seen: dict[str, int] = {}
+    for lineno, row in rows:
+        if row["id"] in seen:
+            raise InputError(path, f"id {row['id']!r} is already used on line {seen[row['id']]}",
+                             lineno)
+        seen[row["id"]] = lineno
+    df = pd.DataFrame([r for _, r in rows], columns=header).reindex(columns=list(ANCHOR_COLUMNS))
+    df["printed"] = df["value"]
     df["value"] = df["value"].astype(float)
+    df["percent"] = [round(v * ANCHOR_UNITS[u], 9) if ANCHOR_UNITS[u] else math.nan
+                     for v, u in zip(df["value"], df["unit"])]
     df["note"] = df["note"].replace("", None)
     return df
+
+
+def _anchor_problem(row: dict) -> str | None:
+    """Why one anchor row is unusable (None if it is fine)."""
+    if not ANCHOR_ID.fullmatch(row["id"]) or row["id"].count(".") < 4:
+        return (f"id {row['id']!r} is not <paper>.<table>.<system>.<setting>.<metric> in "
+                "lowercase [a-z0-9_.-]")
+    if not row["source"] or not row["value"]:
+        return f"{row['id']}: every published number needs a value and a source"
+    try:
+        finite = math.isfinite(float(row["value"]))
+    except ValueError:
+        finite = False
+    if not finite:
+        return f"{row['id']}: value {row['value']!r} is not a number (print it without separators)"
+    if row["unit"] not in ANCHOR_UNITS:
+        return f"{row['id']}: unit {row['unit']!r} is not one of {sorted(ANCHOR_UNITS)}"
+    if not ANCHOR_SOURCE.search(row["source"]):
+        return (f"{row['id']}: the source must name the table or section (or the model card) the "
+                f"number is read in: {row['source']!r}")
+    if row["task"] not in TASK_ORDER:
+        return f"{row['id']}: task {row['task']!r} is not one of {list(TASK_ORDER)}"
+    return None
 
 
 MODEL_COLUMNS = {"model_source": "source", "model_quant": "quantisation",
