@@ -208,8 +208,8 @@ def findings(head: pd.DataFrame, cats: pd.DataFrame, base: pd.DataFrame, anchors
     """Per model: lower accuracy on the paraphrases (paired, McNemar's items), in every category,
     and WSC above WinoGrande; each judged against the majority-class baseline."""
     a = lambda m, s, t="t1": anchor(anchors, f"winowhat.{t}.{m}.{s}.accuracy")  # noqa: E731
-    para = "; ".join(f"{name} {points(a(m, 'wg-val-original', t), 2)} → "
-                     f"{points(a(m, 'wg-val-paraphrased', t), 2)}"
+    para = "; ".join(f"{name} {points(a(m, 'wg-val-original', t))} → "
+                     f"{points(a(m, 'wg-val-paraphrased', t))}"
                      for name, m, t in (("OPT 1.3B", "opt-1.3b", "t2"), ("Gemma 2 2B", "gemma2-2b", "t1"),
                                         ("Pythia 1B", "pythia-1b", "t4")))
     ids_para = [f"winowhat.{t}.{m}.wg-val-{v}.accuracy" for m, t in
@@ -223,8 +223,8 @@ def findings(head: pd.DataFrame, cats: pd.DataFrame, base: pd.DataFrame, anchors
                  "categories (Table 1)")
     ids_cat = [f"winowhat.t1.gemma2-2b.wg-val-{c}-{v}.accuracy" for c in CATEGORIES
                for v in ("original", "paraphrased")]
-    wsc_paper = "; ".join(f"{name} WSC {points(a(m, 'wsc-original', 't3'), 2)} vs WinoGrande "
-                          f"{points(a(m, 'wg-val-original', 't3'), 2)}"
+    wsc_paper = "; ".join(f"{name} WSC {points(a(m, 'wsc-original', 't3'))} vs WinoGrande "
+                          f"{points(a(m, 'wg-val-original', 't3'))}"
                           for name, m in (("OPT 1.3B", "opt-1.3b"), ("Gemma 2 2B", "gemma2-2b")))
     ids_wsc = [f"winowhat.t3.{m}.{s}.accuracy" for m in ("opt-1.3b", "gemma2-2b")
                for s in ("wsc-original", "wg-val-original")]
