@@ -96,3 +96,28 @@ def test_twentyq_findings_from_the_metrics_table():
     assert got["fine-tuning beats prompting (F1)"].verdict == F.NOT_RUN
     topic = got["removing the topic lowers F1"]  # few-shot 64 [61, 67]: 61 <= always-yes 65.1
     assert topic.verdict == F.INCONCLUSIVE and "always-yes F1 65.1" in topic.why
+
+
+def test_winowhat_paired_drop_above_the_majority_class_is_reproduced():
+    """The issue's 1.5B measurement: 61.1 -> 53.8 on 1,177 pairs (317 / 231 discordant), the
+    originals' interval above the majority class: reproduced; at chance it is inconclusive."""
+    from csbench.winowhat.report import findings, majority
+
+    items = pd.DataFrame({"dataset": ["winogrande_dev"] * 4 + ["wsc"] * 2, "variant": "orig",
+                          "label": [1, 2, 2, 1, 1, 2]})
+    base = majority(items)
+    assert base["accuracy"].tolist() == [0.5, 0.5]
+
+    def head(acc, lo):
+        return pd.DataFrame([{
+            "model": "q", "wg_orig_acc": acc, "wg_orig_ci_low": lo, "wg_orig_ci_high": acc + 0.03,
+            "wsc_orig_acc": 0.71, "wsc_orig_ci_low": 0.66, "wsc_orig_ci_high": 0.76, "wsc_orig_n": 273,
+            "paired_n_pairs": 1177, "paired_acc_orig": 0.611, "paired_acc_transf": 0.538,
+            "paired_orig_only_correct": 317, "paired_transf_only_correct": 231,
+            "paired_p_value": 0.0003}])
+    got = findings(head(0.618, 0.591), pd.DataFrame(), base, None)
+    drop, cats, wsc = got
+    assert drop.verdict == F.REPRODUCED and round(drop.effect, 1) == 7.3 and drop.n == 1177
+    assert cats.verdict == F.NOT_RUN and wsc.verdict == F.REPRODUCED  # 66 - 64.9 > 0
+    drop = findings(head(0.52, 0.49), pd.DataFrame(), base, None)[0]
+    assert drop.verdict == F.INCONCLUSIVE and "majority class 50.0" in drop.why
