@@ -14,8 +14,10 @@ tokenizer, samples come from ``/chat/completions`` (the messages; the server app
 template) and log-likelihoods cannot be carried (the chat endpoint gives no prompt log-probs):
 such a job fails at its start, naming the ``tokenizer`` key.
 
-The key is read from the environment at run time and sent only in the ``Authorization`` header;
-it is never logged, cached or written to a result or a provenance file.
+The key is read from the environment at run time and sent only in the ``Authorization`` header,
+to ``base_url``'s origin only (a redirect elsewhere is refused); it is never logged, cached or
+written to a result or a provenance file, and a server that sends it back has it masked
+(:class:`~csbench.lm.served_http.ServedClient`).
 
 Log-likelihoods use ``echo`` with ``logprobs`` (as lm-evaluation-harness's ``local-completions``
 does): the prompt ``context + continuation`` is sent with ``max_tokens=1, echo=true,
