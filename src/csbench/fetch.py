@@ -123,12 +123,12 @@ def _download(url: str, dest: Path, timeout: int = 60, attempts: int = ATTEMPTS,
         req = urllib.request.Request(url, headers={"User-Agent": "csbench"})
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             declared = (resp.headers.get("Content-Length") or "").strip()
+            length = f"Content-Length {declared}" if declared else "no Content-Length"
+            over = InputError(url, f"over the download limit of {max_bytes:,} bytes (csbench."
+                              f"fetch.MAX_DOWNLOAD_BYTES; {length}): refused, not read further")
             if declared.isdigit() and int(declared) > max_bytes:
-                raise InputError(url, f"declares {int(declared):,} bytes, over the download "
-                                 f"limit of {max_bytes:,} bytes (csbench.fetch.MAX_DOWNLOAD_BYTES)")
-            _copy_limited(resp, dest, max_bytes, InputError(
-                url, f"more than {max_bytes:,} bytes, the download limit "
-                "(csbench.fetch.MAX_DOWNLOAD_BYTES): refused, not read further"))
+                raise over
+            _copy_limited(resp, dest, max_bytes, over)
 
     try:
         with_retries(once, is_transient, url, attempts, backoff)

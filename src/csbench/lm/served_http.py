@@ -104,7 +104,8 @@ def _origin(url: str) -> tuple:
     """(scheme, host, port) of ``url``, the port filled in for http and https."""
     parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(scheme)
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
 
 
 class _SameOrigin(urllib.request.HTTPRedirectHandler):
@@ -185,9 +186,10 @@ class ServedClient:
         except ServedError as exc:
             raise ServedError(self.mask(str(exc)), exc.status) from None
 
-    def _read(self, resp, url: str, limit: int) -> bytes:
-        """At most ``limit`` bytes of an answer, read in chunks; more (declared or read) fails
-        at once."""
+    def _read(self, resp, url: str) -> bytes:
+        """At most ``max_answer_bytes`` of an answer, read in chunks; more (declared or read)
+        fails at once."""
+        limit = self.max_answer_bytes
         declared = (resp.headers.get("Content-Length") or "").strip()
         buf = bytearray()
         if not (declared.isdigit() and int(declared) > limit):
@@ -214,7 +216,7 @@ class ServedClient:
                                              method="GET" if body is None else "POST")
                 self.count("http_requests")
                 with self._open(req, timeout=self.timeout) as resp:
-                    raw = self._read(resp, url, self.max_answer_bytes)
+                    raw = self._read(resp, url)
                 try:
                     return json.loads(raw)
                 except ValueError:
