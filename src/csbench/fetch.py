@@ -9,7 +9,10 @@ Retry policy: only transient network failures (connection refused/reset, timeout
 and 5xx) are retried, here, with a back-off (``ATTEMPTS`` tries in all); a deterministic failure
 (HTTP 404, a hash mismatch, a missing or empty file, a corrupt archive) fails at once, with one
 message, and the download rule itself is not retried by Snakemake. Archive members larger than
-``MAX_MEMBER_BYTES`` (declared or actual) are refused: a decompression bomb stops there.
+``MAX_MEMBER_BYTES`` (declared or actual) are refused: a decompression bomb stops there. A
+download is read in chunks and refused past ``MAX_DOWNLOAD_BYTES`` (declared by its
+Content-Length or read: a pinned sha256 says nothing of the size, and an endless answer would
+fill the disk), naming the URL and the limit; not retried.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 SKIP = "skip"
 CHUNK = 1 << 20
 MAX_MEMBER_BYTES = 4 << 30       # largest archive member extracted (decompression bombs)
+MAX_DOWNLOAD_BYTES = 1 << 30     # largest download (every source file today is under 100 MB)
 # file keys of sources.<s>.files: relative paths whose segments do not start with a dot (no '..',
 # no absolute paths, nothing outside results/raw/<source>/); the schema holds the same pattern
 FILE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$")
@@ -85,7 +89,7 @@ def copy_from_mirror(mirror: str | Path, source: str, name: str, dest: str | Pat
         elif origin == gz:
             try:
                 with gzip.open(gz, "rb") as src:
-                    _copy_limited(src, tmp, MAX_MEMBER_BYTES, gz, name)
+                    _copy_limited(src, tmp, MAX_MEMBER_BYTES, _bomb(gz, name, MAX_MEMBER_BYTES))
             except (OSError, EOFError, zlib.error) as exc:
                 raise InputError(gz, f"corrupt gzip file ({exc})") from None
         else:
@@ -111,13 +115,20 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def _download(url: str, dest: Path, timeout: int = 60, attempts: int = ATTEMPTS,
-              backoff: float = BACKOFF_S) -> None:
-    """Download ``url`` to ``dest``, retrying transient failures only (see the module doc)."""
+              backoff: float = BACKOFF_S, max_bytes: int = MAX_DOWNLOAD_BYTES) -> None:
+    """Download ``url`` to ``dest`` (at most ``max_bytes``), retrying transient failures only
+    (see the module doc)."""
     def once():
         log.info("downloading %s", url)
         req = urllib.request.Request(url, headers={"User-Agent": "csbench"})
-        with urllib.request.urlopen(req, timeout=timeout) as resp, open(dest, "wb") as out:
-            shutil.copyfileobj(resp, out, CHUNK)
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            declared = (resp.headers.get("Content-Length") or "").strip()
+            length = f"Content-Length {declared}" if declared else "no Content-Length"
+            over = InputError(url, f"over the download limit of {max_bytes:,} bytes (csbench."
+                              f"fetch.MAX_DOWNLOAD_BYTES; {length}): refused, not read further")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise over
+            _copy_limited(resp, dest, max_bytes, over)
 
     try:
         with_retries(once, is_transient, url, attempts, backoff)
@@ -129,16 +140,21 @@ def _download(url: str, dest: Path, timeout: int = 60, attempts: int = ATTEMPTS,
         raise
 
 
-def _copy_limited(src, dest: Path, limit: int, archive: Path, name: str) -> None:
-    """Copy an archive member, refusing more than ``limit`` bytes (whatever its header says)."""
+def _copy_limited(src, dest: Path, limit: int, refused: InputError) -> None:
+    """Copy ``src`` to ``dest`` in chunks, raising ``refused`` past ``limit`` bytes (whatever a
+    header said)."""
     n = 0
     with open(dest, "wb") as out:
         for block in iter(lambda: src.read(CHUNK), b""):
             n += len(block)
             if n > limit:
-                raise InputError(archive, f"member {name} exceeds {limit} bytes when "
-                                 "decompressed (refused: decompression bomb or wrong file)")
+                raise refused
             out.write(block)
+
+
+def _bomb(archive: Path, name: str, limit: int) -> InputError:
+    return InputError(archive, f"member {name} exceeds {limit} bytes when decompressed "
+                      "(refused: decompression bomb or wrong file)")
 
 
 def _extract_member(archive: Path, kind: str, name: str, dest: Path,
@@ -158,7 +174,7 @@ def _extract_member(archive: Path, kind: str, name: str, dest: Path,
                     raise InputError(archive, f"member {name} declares {members[0].file_size} "
                                      f"bytes, over the limit of {max_bytes}")
                 with zf.open(members[0]) as src:
-                    _copy_limited(src, dest, max_bytes, archive, name)
+                    _copy_limited(src, dest, max_bytes, _bomb(archive, name, max_bytes))
         else:
             with tarfile.open(archive, "r:*") as tf:
                 members = [m for m in tf.getmembers() if m.isfile() and (m.name == name or m.name.endswith(suffix))]
@@ -168,7 +184,7 @@ def _extract_member(archive: Path, kind: str, name: str, dest: Path,
                     raise InputError(archive, f"member {name} declares {members[0].size} bytes, "
                                      f"over the limit of {max_bytes}")
                 with tf.extractfile(members[0]) as src:
-                    _copy_limited(src, dest, max_bytes, archive, name)
+                    _copy_limited(src, dest, max_bytes, _bomb(archive, name, max_bytes))
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise InputError(archive, f"corrupt {kind} archive ({exc})") from None
 

@@ -14,8 +14,10 @@ tokenizer, samples come from ``/chat/completions`` (the messages; the server app
 template) and log-likelihoods cannot be carried (the chat endpoint gives no prompt log-probs):
 such a job fails at its start, naming the ``tokenizer`` key.
 
-The key is read from the environment at run time and sent only in the ``Authorization`` header;
-it is never logged, cached or written to a result or a provenance file.
+The key is read from the environment at run time and sent only in the ``Authorization`` header,
+to ``base_url``'s origin only (a redirect elsewhere is refused); it is never logged, cached or
+written to a result or a provenance file, and a server that sends it back has it masked
+(:class:`~csbench.lm.served_http.ServedClient`).
 
 Log-likelihoods use ``echo`` with ``logprobs`` (as lm-evaluation-harness's ``local-completions``
 does): the prompt ``context + continuation`` is sent with ``max_tokens=1, echo=true,
@@ -67,8 +69,8 @@ class ServedScorer(Scorer):
     def __init__(self, endpoint: Endpoint, cache_dir=None,
                  max_concurrency: int = SERVED["max_concurrency"], timeout: float = SERVED["timeout"],
                  retries: int = SERVED["retries"], backoff: float = SERVED["backoff"],
-                 refresh_cache: bool = False, prompt_format: PromptFormat | None = None,
-                 tokenizer=None):
+                 max_answer_bytes: int = SERVED["max_answer_bytes"], refresh_cache: bool = False,
+                 prompt_format: PromptFormat | None = None, tokenizer=None):
         super().__init__()
         self.endpoint = endpoint
         # the prompt format: rendered here where the model's tokenizer is at hand (or raw); a
@@ -82,7 +84,8 @@ class ServedScorer(Scorer):
         self.cache = ScoreCache(cache_dir, self.model_key, refresh_cache) if cache_dir else None
         self.stats.update(http_requests=0, retries=0, samples_cached=0, clamped_logprobs=0)
         # fails now when the key's variable is missing
-        self.client = ServedClient(endpoint, self.stats, max_concurrency, timeout, retries, backoff)
+        self.client = ServedClient(endpoint, self.stats, max_concurrency, timeout, retries, backoff,
+                                   max_answer_bytes)
         self.echo = EchoScoring(self.client, self._request, special_texts(tokenizer))
         self.sampler = ServedSampler(self.client, self._request, self.formatter, self.cache)
         self._checked: set[str] = set()
@@ -172,6 +175,30 @@ class ServedScorer(Scorer):
                                                                       *requests[i]))
 
         self.client.run(order, one, done, "LM scoring (served)")
+
+    def _token_stats_todo(self, texts, keys, full_vocab: bool) -> list:
+        """Echoed token log-probs of each text after the start token (the empty-context request
+        of each text); a server returns no full-vocabulary distribution per position, so
+        ``full_vocab`` is refused."""
+        from .tokenstats import TokenStats
+
+        if full_vocab:
+            raise self.endpoint.lacks(
+                "loglikelihood", "full-vocabulary statistics per position (Min-K%++'s mean and "
+                "deviation) are not returned by a /completions endpoint, only the echoed "
+                "tokens' log-probs")
+        self.check("loglikelihood")
+        out: list = [None] * len(texts)
+
+        def one(u):
+            return self.echo.token_logprobs("", texts[u], what=describe_request(
+                u, keys[u], "", texts[u]))
+
+        def done(u, vals):
+            out[u] = TokenStats(list(vals))
+
+        self.client.run(text_order(list(texts)), one, done, "LM token statistics (served)")
+        return out
 
     # ------------------------------------------------------------------ sampling
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,

@@ -3,7 +3,10 @@
 timeouts and refused connections; the other refusals mapped to a :class:`ServedError` that
 names the endpoint and what to check) and runs units of work concurrently up to
 ``max_concurrency``. The API key is read from the environment and sent only in the
-``Authorization`` header."""
+``Authorization`` header, only to the origin (scheme, host, port) of ``base_url``: a redirect to
+another origin is refused, naming both URLs. The key's value is masked (:data:`MASK`) in every
+answer and error text before anything reads it, so no message, log, table or provenance holds
+it. An answer is read in chunks, at most ``max_answer_bytes``; a longer one fails at once."""
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +24,13 @@ import urllib.request
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from ..config import default
+
 log = logging.getLogger(__name__)
+MASK = "<api key masked>"
+CHUNK = 1 << 20
+MAX_REDIRECTS = 5
+MAX_ANSWER_BYTES = default("lm.served")["max_answer_bytes"]
 
 FEATURES = {
     "loglikelihood": "echo with logprobs on /completions (log-likelihood scoring)",
@@ -91,31 +100,109 @@ class Endpoint:
         return key
 
 
+def _origin(url: str) -> tuple:
+    """(scheme, host, port) of ``url``, the port filled in for http and https."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect (at most :data:`MAX_REDIRECTS`) only within ``base_url``'s origin, so
+    the ``Authorization`` header (which urllib copies onto the redirected request) goes nowhere
+    else; a redirect to another origin is refused, naming both URLs."""
+
+    max_redirections = MAX_REDIRECTS
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if _origin(newurl) != _origin(self.base_url):
+            fp.close()
+            raise ServedError(
+                f"{req.full_url}: HTTP {code} redirects to {newurl}, another origin (scheme, "
+                f"host, port) than base_url {self.base_url}: refused, the API key is sent to "
+                "base_url's origin only (if the new address is the server's, make it base_url)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 class ServedClient:
     """Requests to one endpoint and the concurrent runner; counts ``http_requests`` and
     ``retries`` in ``stats`` (the scorer's, shared: :meth:`count` adds to it thread-safely)."""
 
     def __init__(self, endpoint: Endpoint, stats: dict, max_concurrency: int, timeout: float,
-                 retries: int, backoff: float):
+                 retries: int, backoff: float, max_answer_bytes: int = MAX_ANSWER_BYTES):
         self.endpoint = endpoint
         self.stats = stats
         self.max_concurrency = max(1, int(max_concurrency))
         self.timeout = float(timeout)
         self.retries = max(0, int(retries))
         self.backoff = float(backoff)
+        self.max_answer_bytes = int(max_answer_bytes)
         self._key = endpoint.api_key()  # fails now when the variable is missing
         self._lock = threading.Lock()
+        self._warned = False
         host = urllib.parse.urlsplit(endpoint.base_url).hostname or ""
         # proxies from the environment apply, except to this machine
-        self._open = (urllib.request.build_opener(urllib.request.ProxyHandler({})).open
-                      if host in ("127.0.0.1", "localhost", "::1") else urllib.request.urlopen)
+        local = host in ("127.0.0.1", "localhost", "::1")
+        self._open = urllib.request.build_opener(
+            *([urllib.request.ProxyHandler({})] if local else []),
+            _SameOrigin(endpoint.base_url)).open
 
     def count(self, stat: str, n: int = 1) -> None:
         with self._lock:
             self.stats[stat] += n
 
+    def mask(self, text: str) -> str:
+        """``text`` with the API key's value replaced by :data:`MASK` (warned once)."""
+        if not self._key or self._key not in text:
+            return text
+        if not self._warned:
+            self._warned = True
+            log.warning("%s: an answer or error held the value of $%s (the API key): masked",
+                        self.endpoint.base_url, self.endpoint.api_key_env)
+        return text.replace(self._key, MASK)
+
+    def _scrub(self, obj):
+        """A JSON answer with :meth:`mask` applied to every string in it."""
+        if not self._key:
+            return obj
+        if isinstance(obj, str):
+            return self.mask(obj)
+        if isinstance(obj, list):
+            return [self._scrub(v) for v in obj]
+        if isinstance(obj, dict):
+            return {self.mask(k): self._scrub(v) for k, v in obj.items()}
+        return obj
+
     def request(self, path: str, body: dict | None = None) -> dict:
-        """The JSON answer of a GET (``body`` None) or POST to ``base_url + path``."""
+        """The JSON answer of a GET (``body`` None) or POST to ``base_url + path``. The one place
+        where the server's text comes in: the answer, and the text of every error raised, are
+        masked (:meth:`mask`)."""
+        try:
+            return self._scrub(self._send(path, body))
+        except ServedError as exc:
+            raise ServedError(self.mask(str(exc)), exc.status) from None
+
+    def _read(self, resp, url: str) -> bytes:
+        """At most ``max_answer_bytes`` of an answer, read in chunks; more (declared or read)
+        fails at once."""
+        limit = self.max_answer_bytes
+        declared = (resp.headers.get("Content-Length") or "").strip()
+        buf = bytearray()
+        if not (declared.isdigit() and int(declared) > limit):
+            while block := resp.read(min(CHUNK, limit + 1 - len(buf))):
+                buf += block
+                if len(buf) > limit:
+                    break
+            else:
+                return bytes(buf)
+        raise ServedError(f"{url}: the answer is longer than lm.served.max_answer_bytes "
+                          f"({limit:,} bytes): refused, not read further")
+
+    def _send(self, path: str, body: dict | None) -> dict:
         url = self.endpoint.base_url + path
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key:
@@ -129,7 +216,7 @@ class ServedClient:
                                              method="GET" if body is None else "POST")
                 self.count("http_requests")
                 with self._open(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
+                    raw = self._read(resp, url)
                 try:
                     return json.loads(raw)
                 except ValueError:
@@ -159,8 +246,8 @@ class ServedClient:
                 last = f"{type(exc).__name__}: {reason}"
             if attempt < self.retries:
                 self.count("retries")
-                log.warning("%s: %s; retrying in %.1fs (%d/%d)", url, last, wait_s, attempt + 1,
-                            self.retries)
+                log.warning("%s: %s; retrying in %.1fs (%d/%d)", url, self.mask(last), wait_s,
+                            attempt + 1, self.retries)
                 time.sleep(wait_s)
         raise ServedError(f"{url}: no answer after {self.retries + 1} tries (last: {last}); is "
                           "the server running and base_url right?")
@@ -208,7 +295,7 @@ class ServedClient:
 
 def _body_text(exc: urllib.error.HTTPError) -> str:
     try:
-        body = exc.read()[:300].decode("utf-8", "replace")
+        body = exc.read(300).decode("utf-8", "replace")  # bounded: the start is enough
     except Exception:  # noqa: BLE001
         return ""
     return f"({body.strip()})" if body.strip() else ""

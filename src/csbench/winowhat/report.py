@@ -12,19 +12,26 @@ default):
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
-from ..sections import (Section, ci, is_random, markdown_table, pct, pval, random_note, read_table,
+from ..findings import (Finding, anchor, at_baseline, difference_interval, effect_text, judge,
+                        paired_interval, points, with_interval)
+from ..sections import (Section, ci, is_random, markdown_table, num, pct, pval, random_note,
+                        read_table,
                         select, write_summary)
 from .stats import CATEGORIES
 
 TITLE = "WinoWhat: WinoGrande and WSC, original vs paraphrased"
+PAPER = "WinoWhat"  # whose findings this section checks
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
-    return {"accuracy": select(targets, "winowhat/accuracy.tsv"),
-            "mcnemar": select(targets, "winowhat/mcnemar.tsv")}
+    acc = select(targets, "winowhat/accuracy.tsv")
+    return {"accuracy": acc, "mcnemar": select(targets, "winowhat/mcnemar.tsv"),
+            # the item table's gold labels: the majority-class baseline
+            "items": [p.removesuffix("accuracy.tsv") + "items.parquet" for p in acc]}
 
 
 def planned(ins: dict[str, list[str]]) -> dict[str, str]:
@@ -40,19 +47,24 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
             anchors: pd.DataFrame, subset: str = "in_original_experiment") -> Section:
     """``subset``: the config's ``winowhat.subset``."""
     if not ins.get("accuracy"):
-        return Section("")
+        return Section("", findings=[Finding("WinoWhat", "(every WinoWhat finding)",
+                                             verdict="not run", why="no accuracy table")])
     acc = read_table(ins["accuracy"][0])
     mcn = read_table(ins["mcnemar"][0]) if ins.get("mcnemar") else pd.DataFrame()
+    items = ins.get("items", [])
+    base = majority(pd.read_parquet(items[0], columns=["dataset", "variant", "label"])
+                    if items and Path(items[0]).exists() else pd.DataFrame())
     head, cats = winowhat_tables(acc, mcn, subset)
     meth = methods_table(mcn, subset)
     write_summary(head, outputs["winowhat_accuracy"])
     write_summary(meth, outputs["winowhat_methods"])
     write_summary(cats, outputs["winowhat_categories"])
     plot_paraphrase_effect(cats, outputs["paraphrase_effect"], subset)
-    md = winowhat_markdown(head, meth, cats, links.get("paraphrase_effect")) + random_note(acc)
+    md = (winowhat_markdown(head, meth, cats, links.get("paraphrase_effect"), base)
+          + random_note(acc))
     return Section(md, tables={"winowhat_accuracy": head, "winowhat_methods": meth,
-                               "winowhat_categories": cats},
-                   models=[("WinoWhat", acc)])
+                               "winowhat_categories": cats, "winowhat_majority": base},
+                   models=[("WinoWhat", acc)], findings=findings(head, cats, base, anchors))
 
 
 def winowhat_tables(acc: pd.DataFrame, mcn: pd.DataFrame, subset: str = "in_original_experiment"
@@ -176,7 +188,7 @@ SUBSET_TEXT = {
 
 
 def winowhat_markdown(head: pd.DataFrame, meth: pd.DataFrame, cats: pd.DataFrame,
-                      figure: str | None) -> str:
+                      figure: str | None, base: pd.DataFrame | None = None) -> str:
     """The section's text: the paired headline with the control, the unpaired accuracies, the
     metric-confound table, the categories."""
     subset = head["subset"].iloc[0] if len(head) else "in_original_experiment"
@@ -221,6 +233,12 @@ def winowhat_markdown(head: pd.DataFrame, meth: pd.DataFrame, cats: pd.DataFrame
                                  for r in head.itertuples()],
         "n (paraphrased)": [_count(v) for v in head["wg_para_n"]],
     })
+    if base is not None and not base.empty:  # the majority class, from the items' gold labels
+        unpaired = pd.concat([unpaired, pd.DataFrame([{
+            "model": "*majority class* (trivial baseline)",
+            "WinoGrande dev, original": num(_share(base, "winogrande_dev")), "n (original)": "–",
+            "WinoWhat paraphrased": num(_share(base, "winogrande_dev", "transf")),
+            "n (paraphrased)": "–"}])], ignore_index=True)
     parts += ["Unpaired accuracy (paper's metric, % with 95% bootstrap intervals), as the paper's "
               "tables report it:", markdown_table(unpaired)]
     if not meth.empty:
@@ -285,3 +303,110 @@ def plot_paraphrase_effect(cats: pd.DataFrame, path, subset: str = "in_original_
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# trivial baseline and findings
+
+def majority(items: pd.DataFrame) -> pd.DataFrame:
+    """The majority-class baseline per dataset and variant (subset ``all``, labelled items): the
+    share of the most frequent gold option."""
+    rows = []
+    if not items.empty:
+        lab = items[items["label"].notna()]
+        for (dataset, variant), g in lab.groupby(["dataset", "variant"], sort=True):
+            counts = g["label"].astype(str).value_counts()
+            rows.append({"dataset": dataset, "variant": variant, "n": len(g),
+                         "label": counts.index[0], "accuracy": counts.iloc[0] / len(g)})
+    return pd.DataFrame(rows, columns=["dataset", "variant", "n", "label", "accuracy"])
+
+
+def _share(base: pd.DataFrame, dataset: str, variant: str = "orig") -> float:
+    b = base[(base["dataset"] == dataset) & (base["variant"] == variant)]
+    return 100 * float(b["accuracy"].iloc[0]) if len(b) else float("nan")
+
+
+def findings(head: pd.DataFrame, cats: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
+    """Per model: lower accuracy on the paraphrases (paired, McNemar's items), in every category,
+    and WSC above WinoGrande; each judged against the majority-class baseline."""
+    a = lambda m, s, t="t1": anchor(anchors, f"winowhat.{t}.{m}.{s}.accuracy")  # noqa: E731
+    para = "; ".join(f"{name} {points(a(m, 'wg-val-original', t))} → "
+                     f"{points(a(m, 'wg-val-paraphrased', t))}"
+                     for name, m, t in (("OPT 1.3B", "opt-1.3b", "t2"), ("Gemma 2 2B", "gemma2-2b", "t1"),
+                                        ("Pythia 1B", "pythia-1b", "t4")))
+    ids_para = [f"winowhat.{t}.{m}.wg-val-{v}.accuracy" for m, t in
+                (("opt-1.3b", "t2"), ("gemma2-2b", "t1"), ("pythia-1b", "t4"))
+                for v in ("original", "paraphrased")]
+    lower = [c for c in CATEGORIES if a("gemma2-2b", f"wg-val-{c}-paraphrased")
+             < a("gemma2-2b", f"wg-val-{c}-original")]
+    known = all(a("gemma2-2b", f"wg-val-{c}-{v}") == a("gemma2-2b", f"wg-val-{c}-{v}")
+                for c in CATEGORIES for v in ("original", "paraphrased"))
+    cat_paper = (f"Gemma 2 2B lower in {len(lower) if known else '–'} of {len(CATEGORIES)} "
+                 "categories (Table 1)")
+    ids_cat = [f"winowhat.t1.gemma2-2b.wg-val-{c}-{v}.accuracy" for c in CATEGORIES
+               for v in ("original", "paraphrased")]
+    wsc_paper = "; ".join(f"{name} WSC {points(a(m, 'wsc-original', 't3'))} vs WinoGrande "
+                          f"{points(a(m, 'wg-val-original', 't3'))}"
+                          for name, m in (("OPT 1.3B", "opt-1.3b"), ("Gemma 2 2B", "gemma2-2b")))
+    ids_wsc = [f"winowhat.t3.{m}.{s}.accuracy" for m in ("opt-1.3b", "gemma2-2b")
+               for s in ("wsc-original", "wg-val-original")]
+    wg_major, wsc_major = _share(base, "winogrande_dev"), _share(base, "wsc")
+    wg_base = f"majority class {points(wg_major)}" if wg_major == wg_major else "–"
+    out = []
+    for r in head.itertuples():
+        wg = (100 * r.wg_orig_acc, 100 * r.wg_orig_ci_low, 100 * r.wg_orig_ci_high)
+        below = (f"original accuracy {points(wg[1])} (interval low) ≤ majority class {points(wg_major)}"
+                 if at_baseline(wg[1], wg_major) else None)
+        f = Finding("WinoWhat", "every model scores lower on the paraphrases (paired)", para,
+                    baseline=wg_base, system=f"{r.model}, WinoGrande dev", metric="accuracy",
+                    anchors=ids_para)
+        d, lo, hi = paired_interval(r.paired_n_pairs, r.paired_orig_only_correct,
+                                    r.paired_transf_only_correct)
+        f.effect, f.ci_low, f.ci_high, f.n = 100 * d, 100 * lo, 100 * hi, r.paired_n_pairs
+        if r.paired_n_pairs != r.paired_n_pairs:
+            f.verdict, f.why = judge(missing="no paired comparison (mcnemar.tsv has no row)")
+        else:
+            f.ours = (f"{points(100 * r.paired_acc_orig)} → {points(100 * r.paired_acc_transf)} "
+                      f"(n {int(r.paired_n_pairs)}); " + effect_text(f.effect, f.ci_low, f.ci_high)
+                      + f", McNemar p {pval(r.paired_p_value)}")
+            f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=below)
+        out.append(f)
+        out.append(_category_finding(r.model, cats, cat_paper, wg_base, below, ids_cat))
+        f = Finding("WinoWhat", "WSC scores above WinoGrande", wsc_paper,
+                    baseline=f"majority class {points(wsc_major)}" if wsc_major == wsc_major else "–",
+                    system=f"{r.model}, originals", metric="accuracy", anchors=ids_wsc)
+        wsc = (100 * r.wsc_orig_acc, 100 * r.wsc_orig_ci_low, 100 * r.wsc_orig_ci_high)
+        if wsc[0] != wsc[0]:
+            f.verdict, f.why = judge(missing="WSC was not scored (`winowhat.benchmarks`)")
+        else:
+            f.effect, f.ci_low, f.ci_high = difference_interval(*wsc, *wg)
+            f.n = r.wsc_orig_n
+            f.ours = (f"WSC {with_interval(*wsc)} vs WinoGrande {with_interval(*wg)}; "
+                      + effect_text(f.effect, f.ci_low, f.ci_high))
+            f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=(
+                f"WSC accuracy {points(wsc[1])} (interval low) ≤ majority class {points(wsc_major)}"
+                if at_baseline(wsc[1], wsc_major) else None))
+        out.append(f)
+    return out
+
+
+def _category_finding(model, cats, paper, baseline, below, ids) -> Finding:
+    f = Finding("WinoWhat", "lower on the paraphrases in every category", paper, baseline=baseline,
+                system=f"{model}, WinoGrande dev", metric="accuracy", anchors=ids)
+    c = cats[(cats["model"] == model) & cats["category"].isin(CATEGORIES)] if not cats.empty else cats
+    if c.empty:
+        f.verdict, f.why = judge(missing="no per-category accuracy")
+        return f
+    drops = [difference_interval(100 * r.acc_orig, 100 * r.ci_low_orig, 100 * r.ci_high_orig,
+                                 100 * r.acc_transf, 100 * r.ci_low_transf, 100 * r.ci_high_transf)
+             for r in c.itertuples()]
+    lower = sum(d > 0 for d, _, _ in drops)
+    f.ours = (f"lower in {lower} of {len(drops)} categories; interval above 0 in "
+              f"{sum(lo > 0 for _, lo, _ in drops)}, below 0 in {sum(hi < 0 for _, _, hi in drops)}")
+    f.n = len(drops)
+    # every category must show the drop: the weakest category decides
+    f.effect, f.ci_low, f.ci_high = min(drops, key=lambda x: x[1])
+    if any(hi < 0 for _, _, hi in drops):
+        f.ci_low, f.ci_high = min(lo for _, lo, _ in drops), min(hi for _, _, hi in drops)
+    f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=below)
+    return f
