@@ -54,7 +54,7 @@ test: setup
 
 # Every task on the real sources with real models (config/reproduce.yaml; hours of CPU, see
 # docs/reproduce.md). Downloads by default; MIRROR=<dir> reads <dir>/<source>/<file> instead;
-# EXTRA=<files> adds config files over it (e.g. config/reproduce-instruct.yaml: chat rows, 1.5B model).
+# EXTRA=<files> adds config files over it (e.g. config/reproduce-instruct.yaml: chat rows and the 1.5B in 20Q and ProtoQA).
 reproduce: setup
 	@echo "==> [4/4] reproduce (config/reproduce.yaml $(EXTRA)$(if $(MIRROR), with mirror $(MIRROR)), $(CORES) cores)"
 	@for f in config/reproduce.yaml $(EXTRA); do $(CHECK_CONFIG) $$f || exit 1; done

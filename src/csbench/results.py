@@ -183,12 +183,13 @@ def models_markdown(df: pd.DataFrame) -> str:
 
 def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchors_path,
           markdown_path, outputs: dict[str, str], log=None, json_path=None, config=None,
-          commit=None) -> dict[str, Section]:
+          commit=None, settings: dict[str, dict] | None = None) -> dict[str, Section]:
     """Write RESULTS.md, the planned summary files and, given ``json_path``, results.json (with
     ``config`` and the git ``commit``); return the sections by task.
 
     ``tables``: task -> role -> result table paths (:func:`inputs_of`); ``configured``: the tasks
-    of the run's config; ``outputs``: summary key -> path (:func:`planned`, made absolute).
+    of the run's config; ``outputs``: summary key -> path (:func:`planned`, made absolute);
+    ``settings``: task -> keyword settings of its section (e.g. WinoWhat's ``subset``).
     """
     from .io import atomic_open
 
@@ -210,7 +211,8 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
             skipped.append(Finding(mod.PAPER, f"(every finding from `{task}`)", verdict=NOT_RUN,
                                    why=f"`{task}` is not in this run's `tasks`"))
             continue
-        sec = mod.section(tables.get(task, {}), outputs, links, anchors)
+        sec = mod.section(tables.get(task, {}), outputs, links, anchors,
+                          **(settings or {}).get(task, {}))
         sections[task] = sec
         out.append(sec.markdown or "This task wrote none of the tables summarised here.")
         anchor_md = anchors_markdown(anchors, task)

@@ -2,7 +2,8 @@
 
 Each task package has a ``report`` module (``csbench.<task>.report``) with ``TITLE``,
 ``inputs(targets)`` (its result tables by role), ``planned(inputs)`` (the summary files it writes)
-and ``section(inputs, outputs, links, anchors) -> Section``; ``csbench.results`` only orders the
+and ``section(inputs, outputs, links, anchors, **settings) -> Section`` (settings: the task's
+keyword settings from the config, e.g. WinoWhat's ``subset``); ``csbench.results`` only orders the
 sections, adds the published anchors and headers, and writes. This module imports nothing of
 csbench but ``csbench.io`` (lazily), so every task package may import it.
 """

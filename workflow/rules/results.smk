@@ -29,6 +29,7 @@ rule results:
         configured=config["tasks"],
         summary_keys=list(RESULTS_PLANNED),
         tables={t: _res.inputs_of(t, ts) for t, ts in RESULTS_TARGETS.items()},
+        settings={"winowhat": {"subset": config["winowhat"]["subset"]}},  # section settings
     log:
         "logs/results.log",
     threads: 1

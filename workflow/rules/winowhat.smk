@@ -102,6 +102,8 @@ rule winowhat_figure:
     output:
         report(f"{WINOWHAT}/accuracy.png", caption="../report/winowhat_figure.rst",
                category="WinoWhat"),
+    params:
+        subset=WW["subset"],
     log:
         "logs/winowhat/figure.log",
     threads: 1

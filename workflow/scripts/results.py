@@ -13,4 +13,4 @@ outputs = dict(zip(p.summary_keys, snakemake.output.summary))
 # reaches this rule through the tables it reads)
 build(p.tables, p.configured, snakemake.input.anchors, snakemake.output.markdown, outputs, log=log,
       json_path=snakemake.output.json, config=dict(snakemake.config),
-      commit=git_commit(Path(snakemake.scriptdir).parents[1]))
+      commit=git_commit(Path(snakemake.scriptdir).parents[1]), settings=p.settings)

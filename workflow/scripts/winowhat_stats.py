@@ -1,4 +1,5 @@
-"""Accuracy per model x dataset x variant x subset x category (bootstrap CIs) and McNemar tests."""
+"""Accuracy per model x dataset x variant x subset x method x category (bootstrap CIs) and the
+paired comparison (difference with a paired bootstrap CI, McNemar's exact test)."""
 import pandas as pd
 
 from csbench.io import write_tsv
@@ -15,7 +16,7 @@ scored = pd.concat([read_model_table(path, model, columns=LM_COLUMNS)
                    ignore_index=True)
 random_models = set(scored.loc[scored["random_model"], "model"])
 acc = accuracy_table(scored, n_boot=b["n"], seed=b["seed"], level=b["level"])
-mc = mcnemar_table(scored)
+mc = mcnemar_table(scored, n_boot=b["n"], seed=b["seed"], level=b["level"])
 # every row says where its model's weights came from, what computed and in which prompt format
 # (provenance and prompt columns of the scored shards)
 prov = scored[["model", *LM_COLUMNS]].drop_duplicates("model")

@@ -11,11 +11,12 @@ import pandas as pd
 
 from ..data.winowhat import HEADER, read_winowhat_csv
 from ..errors import InputError
-from .requests import blank_at_end, requests_for
+from .requests import blank_at_end, requests_for, sentence_requests
 
 ITEM_COLUMNS = ["item_id", "orig_id", "dataset", "variant", "sentence", "option1", "option2",
                 "label", "categories", "in_original_experiment", "method", "flagged",
-                "ctx1", "cont1", "ctx2", "cont2"]
+                "ctx1", "cont1", "ctx2", "cont2", "ctx_sentence", "cont1_sentence",
+                "cont2_sentence"]
 KEY = ["sentence", "option1", "option2"]
 
 
@@ -24,12 +25,15 @@ def _rows(df: pd.DataFrame, dataset: str, variant: str, sentence_col: str = "sen
     for r in df.itertuples(index=False):
         sent = getattr(r, sentence_col)
         reqs, method = requests_for(sent, r.option1, r.option2, variant)
+        whole = sentence_requests(sent, r.option1, r.option2)  # the control: one method for all
         out.append({
             "item_id": r.item_id, "orig_id": r.orig_id, "dataset": dataset, "variant": variant,
             "sentence": sent, "option1": r.option1, "option2": r.option2, "label": r.label,
             "categories": list(r.categories), "in_original_experiment": r.ioe,
             "method": method, "flagged": variant == "transf" and not blank_at_end(sent),
             "ctx1": reqs[0][0], "cont1": reqs[0][1], "ctx2": reqs[1][0], "cont2": reqs[1][1],
+            "ctx_sentence": whole[0][0], "cont1_sentence": whole[0][1],
+            "cont2_sentence": whole[1][1],
         })
     return out
 

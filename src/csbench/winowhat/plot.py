@@ -1,4 +1,4 @@
-"""Figure: accuracy orig vs transf per model and category (95% bootstrap intervals)."""
+"""Figure: accuracy orig vs transf per model and category (95% bootstrap intervals), paper's metric."""
 from __future__ import annotations
 
 import pandas as pd
@@ -13,6 +13,7 @@ def plot_accuracy(acc: pd.DataFrame, path, dataset: str = "winogrande_dev",
 
     from ..io import atomic_path
 
+    acc = acc[acc["method"] == "paper"] if "method" in acc else acc
     d = acc[(acc["dataset"] == dataset) & (acc["subset"] == subset)]
     if d.empty:
         d = acc[acc["dataset"] == dataset]

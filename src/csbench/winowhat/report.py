@@ -1,5 +1,14 @@
-"""WinoWhat's part of RESULTS.md: the headline table (original, paraphrased, paired, WSC), the
-per-category table and the paraphrase-effect figure, from ``accuracy.tsv`` and ``mcnemar.tsv``."""
+"""WinoWhat's part of RESULTS.md, from ``accuracy.tsv`` and ``mcnemar.tsv`` only (rows selected
+and pivoted, nothing recomputed), on one subset throughout (``winowhat.subset``, the paper's by
+default):
+
+* the headline, one row per model (:func:`winowhat_tables`): the paired comparison on WinoGrande
+  dev under the paper's metric (``paired_*``) and under the control (``control_*``: the sentence
+  from the blank on, scored the same way on both sides), the unpaired accuracies and WSC273;
+* the metric confound, one row per model and way of reading the scores (:func:`methods_table`);
+* the categories, one row per model and common-sense category (the paper's metric, with the
+  control's difference beside it); the paraphrase-effect figure.
+"""
 from __future__ import annotations
 
 import math
@@ -9,7 +18,8 @@ import pandas as pd
 
 from ..findings import (Finding, anchor, at_baseline, difference_interval, effect_text, judge,
                         paired_interval, points, with_interval)
-from ..sections import (Section, ci, markdown_table, num, pct, pval, random_note, read_table,
+from ..sections import (Section, ci, is_random, markdown_table, num, pct, pval, random_note,
+                        read_table,
                         select, write_summary)
 from .stats import CATEGORIES
 
@@ -28,12 +38,14 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
     if not ins.get("accuracy"):
         return {}
     return {"winowhat_accuracy": "winowhat_accuracy.tsv",
+            "winowhat_methods": "winowhat_methods.tsv",
             "winowhat_categories": "winowhat_categories.tsv",
             "paraphrase_effect": "paraphrase_effect.png"}
 
 
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
-            anchors: pd.DataFrame) -> Section:
+            anchors: pd.DataFrame, subset: str = "in_original_experiment") -> Section:
+    """``subset``: the config's ``winowhat.subset``."""
     if not ins.get("accuracy"):
         return Section("", findings=[Finding("WinoWhat", "(every WinoWhat finding)",
                                              verdict="not run", why="no accuracy table")])
@@ -42,97 +54,205 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     items = ins.get("items", [])
     base = majority(pd.read_parquet(items[0], columns=["dataset", "variant", "label"])
                     if items and Path(items[0]).exists() else pd.DataFrame())
-    head, cats = winowhat_tables(acc, mcn)
+    head, cats = winowhat_tables(acc, mcn, subset)
+    meth = methods_table(mcn, subset)
     write_summary(head, outputs["winowhat_accuracy"])
+    write_summary(meth, outputs["winowhat_methods"])
     write_summary(cats, outputs["winowhat_categories"])
-    plot_paraphrase_effect(cats, outputs["paraphrase_effect"])
-    md = winowhat_markdown(head, cats, links.get("paraphrase_effect"), base) + random_note(acc)
-    return Section(md, tables={"winowhat_accuracy": head, "winowhat_categories": cats,
-                               "winowhat_majority": base},
+    plot_paraphrase_effect(cats, outputs["paraphrase_effect"], subset)
+    md = (winowhat_markdown(head, meth, cats, links.get("paraphrase_effect"), base)
+          + random_note(acc))
+    return Section(md, tables={"winowhat_accuracy": head, "winowhat_methods": meth,
+                               "winowhat_categories": cats, "winowhat_majority": base},
                    models=[("WinoWhat", acc)], findings=findings(head, cats, base, anchors))
 
 
-def winowhat_tables(acc: pd.DataFrame, mcn: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def winowhat_tables(acc: pd.DataFrame, mcn: pd.DataFrame, subset: str = "in_original_experiment"
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Headline table (one row per model) and the per-category table (one row per model and
-    category), both on subset ``all``."""
-    acc = acc[acc["subset"] == "all"]
+    category), both on ``subset``."""
+    return headline_table(acc, mcn, subset), categories_table(acc, subset)
+
+
+CONTROL = "sentence"  # the control reported beside the paper's metric in the headline
+METHOD_LABELS = {
+    "paper": "paper's metric (partial scoring on originals, option tokens on paraphrases)",
+    "sentence": "control: the sentence from the blank on, on both sides",
+    "sentence_norm": "control, per character (lm-eval's acc_norm)",
+}
+PAIRED = ("n_pairs", "acc_orig", "acc_transf", "difference", "diff_ci_low", "diff_ci_high",
+          "orig_only_correct", "transf_only_correct", "p_value")
+NAN = float("nan")
+
+
+def _with_method(df: pd.DataFrame) -> pd.DataFrame:
+    """Tables written before the control existed hold the paper's metric only."""
+    return df if df.empty or "method" in df else df.assign(method="paper")
+
+
+def _is_random(df: pd.DataFrame) -> bool:
+    return "random_model" in df and bool(is_random(df["random_model"]).any())
+
+
+def _paired(mcn: pd.DataFrame, model: str, subset: str, method: str) -> dict:
+    if mcn.empty:
+        return {c: NAN for c in PAIRED}
+    m = mcn[(mcn["model"] == model) & (mcn["subset"] == subset) & (mcn["method"] == method)
+            & (mcn["dataset"] == "winogrande_dev")]
+    return {c: (m.iloc[0][c] if len(m) and c in m else NAN) for c in PAIRED}
+
+
+def headline_table(acc: pd.DataFrame, mcn: pd.DataFrame, subset: str) -> pd.DataFrame:
+    """One row per model (``subset`` of WinoGrande dev; WSC273 has no subsets: all its items)."""
+    acc, mcn = _with_method(acc), _with_method(mcn)
+    paper = acc[acc["method"] == "paper"]
     rows = []
-    for model in sorted(acc["model"].astype(str).unique()):
-        a = acc[(acc["model"] == model) & (acc["category"] == "all")].set_index(["dataset", "variant"])
-        m = mcn[(mcn["model"] == model) & (mcn["subset"] == "all")
-                & (mcn["dataset"] == "winogrande_dev")] if not mcn.empty else mcn
-
-        def cell(dataset, variant, col):
-            return a[col].get((dataset, variant), float("nan"))
-
-        row = {"model": model}
-        for key, (dataset, variant) in {"wg_orig": ("winogrande_dev", "orig"),
-                                        "wg_para": ("winogrande_dev", "transf"),
-                                        "wsc_orig": ("wsc", "orig")}.items():
-            row[f"{key}_n"] = cell(dataset, variant, "n")
-            row[f"{key}_acc"] = cell(dataset, variant, "accuracy")
-            row[f"{key}_ci_low"] = cell(dataset, variant, "ci_low")
-            row[f"{key}_ci_high"] = cell(dataset, variant, "ci_high")
-        first = m.iloc[0] if len(m) else {}
-        for col in ("n_pairs", "acc_orig", "acc_transf", "orig_only_correct", "transf_only_correct",
-                    "p_value"):
-            row[f"paired_{col}"] = first.get(col, float("nan")) if len(m) else float("nan")
-        row["random_model"] = bool(a["random_model"].astype(str).str.lower().eq("true").any()) \
-            if "random_model" in a else False
+    for model in sorted(paper["model"].astype(str).unique()):
+        a = paper[(paper["model"] == model) & (paper["category"] == "all")]
+        a = a.set_index(["dataset", "variant", "subset"])
+        row = {"model": model, "subset": subset}
+        for key, idx in {"wg_orig": ("winogrande_dev", "orig", subset),
+                         "wg_para": ("winogrande_dev", "transf", subset),
+                         "wsc_orig": ("wsc", "orig", "all")}.items():
+            for col in ("n", "accuracy", "ci_low", "ci_high"):
+                name = "acc" if col == "accuracy" else col
+                row[f"{key}_{name}"] = a[col].get(idx, NAN)
+        row.update({f"paired_{c}": v for c, v in _paired(mcn, model, subset, "paper").items()})
+        row.update({f"control_{c}": v for c, v in _paired(mcn, model, subset, CONTROL).items()})
+        row["random_model"] = _is_random(a)
         rows.append(row)
-    head = pd.DataFrame(rows)
-    cats = []
-    wg = acc[acc["dataset"] == "winogrande_dev"]
+    return pd.DataFrame(rows)
+
+
+def methods_table(mcn: pd.DataFrame, subset: str) -> pd.DataFrame:
+    """One row per model and method: the paired comparison on WinoGrande dev."""
+    mcn = _with_method(mcn)
+    if mcn.empty:
+        return pd.DataFrame(columns=["model", "method", *PAIRED])
+    d = mcn[(mcn["dataset"] == "winogrande_dev") & (mcn["subset"] == subset)]
+    order = {m: i for i, m in enumerate(METHOD_LABELS)}
+    d = d.assign(_o=d["method"].map(order)).sort_values(["model", "_o"], kind="stable")
+    return d.reindex(columns=["model", "method", *PAIRED]).reset_index(drop=True)
+
+
+def categories_table(acc: pd.DataFrame, subset: str) -> pd.DataFrame:
+    """One row per model and category: the paper's metric orig / transf (unpaired, with CIs), and
+    the difference under the paper's metric and under the control."""
+    acc = _with_method(acc)
+    wg = acc[(acc["dataset"] == "winogrande_dev") & (acc["subset"] == subset)]
+    out = []
     for model in sorted(wg["model"].astype(str).unique()):
-        g = wg[wg["model"] == model].set_index(["category", "variant"])
+        g = wg[wg["model"] == model].set_index(["method", "category", "variant"])
+
+        def get(method, cat, variant, col="accuracy"):
+            return g[col].get((method, cat, variant), NAN)
+
         for cat in ("all",) + CATEGORIES:
-            o, t = g["accuracy"].get((cat, "orig"), float("nan")), g["accuracy"].get((cat, "transf"),
-                                                                                     float("nan"))
+            o, t = get("paper", cat, "orig"), get("paper", cat, "transf")
             if math.isnan(o) and math.isnan(t):
                 continue
-            cats.append({"model": model, "category": cat,
-                         "n_orig": g["n"].get((cat, "orig"), float("nan")),
-                         "acc_orig": o, "ci_low_orig": g["ci_low"].get((cat, "orig"), float("nan")),
-                         "ci_high_orig": g["ci_high"].get((cat, "orig"), float("nan")),
-                         "n_transf": g["n"].get((cat, "transf"), float("nan")),
-                         "acc_transf": t,
-                         "ci_low_transf": g["ci_low"].get((cat, "transf"), float("nan")),
-                         "ci_high_transf": g["ci_high"].get((cat, "transf"), float("nan")),
-                         "difference": t - o})
-    return head, pd.DataFrame(cats)
+            out.append({"model": model, "category": cat, "subset": subset,
+                        "n_orig": get("paper", cat, "orig", "n"), "acc_orig": o,
+                        "ci_low_orig": get("paper", cat, "orig", "ci_low"),
+                        "ci_high_orig": get("paper", cat, "orig", "ci_high"),
+                        "n_transf": get("paper", cat, "transf", "n"), "acc_transf": t,
+                        "ci_low_transf": get("paper", cat, "transf", "ci_low"),
+                        "ci_high_transf": get("paper", cat, "transf", "ci_high"),
+                        "difference": t - o,
+                        "control_difference": (get(CONTROL, cat, "transf")
+                                               - get(CONTROL, cat, "orig"))})
+    return pd.DataFrame(out)
 
 
+# ---------------------------------------------------------------------------------------------
+# text
 
-def winowhat_markdown(head: pd.DataFrame, cats: pd.DataFrame, figure: str | None,
-                      base: pd.DataFrame | None = None) -> str:
+def _pts(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) \
+        else f"{100 * float(x):+.1f}"
+
+
+def _diff(d, lo, hi) -> str:
+    return "–" if math.isnan(float(d)) else f"{_pts(d)} [{_pts(lo)}, {_pts(hi)}]"
+
+
+def _count(x) -> str:
+    return "–" if math.isnan(float(x)) else f"{int(x):,}"
+
+
+SUBSET_TEXT = {
+    "in_original_experiment": "subset `in_original_experiment`: the WinoWhat rows the paper's "
+    "experiments used and their original dev items",
+    "all": "subset `all`: every WinoGrande dev item and every WinoWhat row",
+}
+
+
+def winowhat_markdown(head: pd.DataFrame, meth: pd.DataFrame, cats: pd.DataFrame,
+                      figure: str | None, base: pd.DataFrame | None = None) -> str:
+    """The section's text: the paired headline with the control, the unpaired accuracies, the
+    metric-confound table, the categories."""
+    subset = head["subset"].iloc[0] if len(head) else "in_original_experiment"
     show = pd.DataFrame({
+        "model": head["model"],
+        "pairs": [_count(v) for v in head["paired_n_pairs"]],
+        "original": [pct(v) for v in head["paired_acc_orig"]],
+        "paraphrased": [pct(v) for v in head["paired_acc_transf"]],
+        "paraphrased − original [95% CI]": [
+            _diff(r.paired_difference, r.paired_diff_ci_low, r.paired_diff_ci_high)
+            for r in head.itertuples()],
+        "discordant (orig only / para only)": [
+            f"{_count(a)} / {_count(b)}" for a, b in
+            zip(head["paired_orig_only_correct"], head["paired_transf_only_correct"])],
+        "McNemar p": [pval(p) for p in head["paired_p_value"]],
+        "control: original → paraphrased": [
+            f"{pct(a)} → {pct(b)}" for a, b in
+            zip(head["control_acc_orig"], head["control_acc_transf"])],
+        "control difference [95% CI]": [
+            _diff(r.control_difference, r.control_diff_ci_low, r.control_diff_ci_high)
+            for r in head.itertuples()],
+        "control McNemar p": [pval(p) for p in head["control_p_value"]],
+        "WSC273 sample, original": [ci(r.wsc_orig_acc, r.wsc_orig_ci_low, r.wsc_orig_ci_high)
+                                    for r in head.itertuples()],
+    })
+    parts = [
+        f"WinoGrande dev, {SUBSET_TEXT.get(subset, f'subset `{subset}`')} (`winowhat.subset`). "
+        "Headline: each paraphrase against its own original, on the same items: accuracy in %, "
+        "the difference in points with a 95% paired bootstrap interval, the discordant pairs and "
+        "McNemar's exact test. Paper's metric: the original sentences by partial scoring (the "
+        "text after the option), the paraphrases by the option's own tokens; the two sides use "
+        "different metrics, a confound the paper names. Control: both sides scored the same way, "
+        "on the sentence from the blank to its end (the option and everything after it), which "
+        "ranks the options as the whole sentence's log-probability does.",
+        markdown_table(show)]
+    unpaired = pd.DataFrame({
         "model": head["model"],
         "WinoGrande dev, original": [ci(r.wg_orig_acc, r.wg_orig_ci_low, r.wg_orig_ci_high)
                                      for r in head.itertuples()],
+        "n (original)": [_count(v) for v in head["wg_orig_n"]],
         "WinoWhat paraphrased": [ci(r.wg_para_acc, r.wg_para_ci_low, r.wg_para_ci_high)
                                  for r in head.itertuples()],
-        "paired n": [num(v, 0) for v in head["paired_n_pairs"]],
-        "paired orig vs para": [f"{pct(a)} vs {pct(b)}" for a, b in
-                                zip(head["paired_acc_orig"], head["paired_acc_transf"])],
-        "discordant (orig only / para only)": [
-            f"{num(a, 0)} / {num(b, 0)}" for a, b in
-            zip(head["paired_orig_only_correct"], head["paired_transf_only_correct"])],
-        "McNemar exact p": [pval(p) for p in head["paired_p_value"]],
-        "WSC273, original": [ci(r.wsc_orig_acc, r.wsc_orig_ci_low, r.wsc_orig_ci_high)
-                             for r in head.itertuples()],
+        "n (paraphrased)": [_count(v) for v in head["wg_para_n"]],
     })
     if base is not None and not base.empty:  # the majority class, from the items' gold labels
-        show = pd.concat([show, pd.DataFrame([{
+        unpaired = pd.concat([unpaired, pd.DataFrame([{
             "model": "*majority class* (trivial baseline)",
-            "WinoGrande dev, original": num(_share(base, "winogrande_dev")),
+            "WinoGrande dev, original": num(_share(base, "winogrande_dev")), "n (original)": "–",
             "WinoWhat paraphrased": num(_share(base, "winogrande_dev", "transf")),
-            "paired n": "–", "paired orig vs para": "–", "discordant (orig only / para only)": "–",
-            "McNemar exact p": "–", "WSC273, original": num(_share(base, "wsc"))}])],
-            ignore_index=True)
-    parts = ["Accuracy in % with 95% bootstrap intervals (subset `all`: WinoGrande dev = every dev "
-             "item, paraphrased = every WinoWhat row); the paired columns compare each paraphrase with "
-             "its original on the same items (exact McNemar test on the discordant pairs).",
-             markdown_table(show)]
+            "n (paraphrased)": "–"}])], ignore_index=True)
+    parts += ["Unpaired accuracy (paper's metric, % with 95% bootstrap intervals), as the paper's "
+              "tables report it:", markdown_table(unpaired)]
+    if not meth.empty:
+        conf = pd.DataFrame({
+            "model": meth["model"],
+            "scoring": [METHOD_LABELS.get(m, m) for m in meth["method"]],
+            "original": [pct(v) for v in meth["acc_orig"]],
+            "paraphrased": [pct(v) for v in meth["acc_transf"]],
+            "difference [95% CI]": [_diff(r.difference, r.diff_ci_low, r.diff_ci_high)
+                                    for r in meth.itertuples()],
+            "McNemar p": [pval(p) for p in meth["p_value"]],
+        })
+        parts += ["The metric confound: the same pairs read three ways (accuracy in %, "
+                  "difference in points).", markdown_table(conf)]
     if not cats.empty:
         wide = []
         for model in sorted(cats["model"].unique()):
@@ -141,19 +261,20 @@ def winowhat_markdown(head: pd.DataFrame, cats: pd.DataFrame, figure: str | None
             for cat in ("all",) + CATEGORIES:
                 if cat in c.index:
                     r = c.loc[cat]
-                    diff = num(r["difference"], 1, 100)
-                    row[cat] = f"{pct(r['acc_orig'])} / {pct(r['acc_transf'])} ({diff})"
+                    row[cat] = (f"{pct(r['acc_orig'])} / {pct(r['acc_transf'])} "
+                                f"({_pts(r['difference'])}; control {_pts(r['control_difference'])})")
             wide.append(row)
-        parts += ["Per common-sense category (WinoGrande dev, subset `all`): original / paraphrased "
-                  "accuracy in %, and the paraphrase effect in points (paraphrased − original). An "
-                  "item counts in every category WinoWhat gives it.",
+        parts += [f"Per common-sense category (WinoGrande dev, subset `{subset}`): original / "
+                  "paraphrased accuracy in % under the paper's metric, and the paraphrase effect "
+                  "in points under the paper's metric and under the control. An item counts in "
+                  "every category WinoWhat gives it.",
                   markdown_table(pd.DataFrame(wide).fillna("–"))]
     if figure:
         parts.append(f"![Paraphrase effect per category]({figure})")
     return "\n\n".join(parts)
 
 
-def plot_paraphrase_effect(cats: pd.DataFrame, path) -> None:
+def plot_paraphrase_effect(cats: pd.DataFrame, path, subset: str = "in_original_experiment") -> None:
     """Bars: paraphrased − original accuracy (points) per category, one bar per model."""
     import matplotlib
 
@@ -173,7 +294,8 @@ def plot_paraphrase_effect(cats: pd.DataFrame, path) -> None:
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(range(len(order)), order, rotation=30, ha="right")
     ax.set_ylabel("paraphrased − original (points)")
-    ax.set_title("WinoWhat paraphrase effect per category (WinoGrande dev, subset all)", fontsize=9)
+    ax.set_title(f"WinoWhat paraphrase effect per category (WinoGrande dev, subset {subset}), "
+                 "paper's metric", fontsize=9)
     if models:
         ax.legend(fontsize=7)
     fig.tight_layout()

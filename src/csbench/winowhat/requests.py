@@ -7,6 +7,11 @@ stripped text after ``_``; the option whose continuation scores higher wins.
 *Paraphrased* (WinoWhat): the blank is at the end; context = text before ``_``, continuation = the
 option (with the leading space that precedes the blank), summed over the option's tokens. A
 paraphrase whose blank is not at the end is scored with the original method and flagged.
+
+*Sentence* (the control for the metric confound, one method on both sides): context = text before
+``_``, continuation = the rest of the sentence with the option filled in (the option's tokens and
+every token after them). The text before the blank is shared by both options, so comparing these
+continuations ranks the options as the log-probability of the whole sentence does.
 """
 from __future__ import annotations
 
@@ -40,6 +45,15 @@ def option_requests(sentence: str, option1: str, option2: str) -> list[tuple[str
     ctx = before.rstrip()
     sep = " " if len(ctx) < len(before) else ""
     return [(ctx, sep + option1), (ctx, sep + option2)]
+
+
+def sentence_requests(sentence: str, option1: str, option2: str) -> list[tuple[str, str]]:
+    """Control method: ``[(before.rstrip(), <space> + option + after)]`` for option1, option2: the
+    sentence from the blank to its end, as written (no stripping)."""
+    before, after = split_blank(sentence)
+    ctx = before.rstrip()
+    sep = before[len(ctx):]
+    return [(ctx, sep + option1 + after), (ctx, sep + option2 + after)]
 
 
 def requests_for(sentence: str, option1: str, option2: str, variant: str) -> tuple[list, str]:
