@@ -107,6 +107,10 @@ def main():
                     help="chat prompt: each completion prompt as the user message of the model's "
                          "chat template (csbench.lm.prompt, the lm.chat_template setting)")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--recipe", default="raw", choices=["paper", "raw"],
+                    help="what a sample's answer is (csbench.protoqa.baseline.RECIPES): raw, the "
+                         "folded text; paper, its text before the first '.', folded, without "
+                         "NLTK's English stop words (the counting of protoqa.generation.recipe)")
     ap.add_argument("--similarities", default="exact,wordnet")
     ap.add_argument("--encoder", default=None, help="embedding matching with this encoder")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
@@ -137,7 +141,7 @@ def main():
     n = sum(len(got[q]["cut"]) for q in qids)
     n_cut = sum(sum(got[q]["cut"]) for q in qids)
     per_q = {q: sum(got[q]["cut"]) / len(got[q]["cut"]) for q in qids}
-    out = {"run": data.get("run"), "questions": len(qids), "samples": n, "cut": n_cut,
+    out = {"run": data.get("run"), "recipe": args.recipe, "questions": len(qids), "samples": n, "cut": n_cut,
            "cut_share": n_cut / n, "cut_share_per_question": {
                "min": min(per_q.values()), "median": statistics.median(per_q.values()),
                "max": max(per_q.values())}, "policies": {}}
@@ -152,21 +156,22 @@ def main():
         embedder = Embedder(args.encoder, cache_dir=None)
     scorers = {s: Scorer(s, embedder=embedder) for s in sims}
     for policy in CUT_POLICIES:
-        ranked = {q: rank_answers(got[q]["samples"], args.top, got[q]["cut"], policy)
+        ranked = {q: rank_answers(got[q]["samples"], args.top, got[q]["cut"], policy,
+                                  args.recipe)
                   for q in qids}
         # list entries that some cut sample gave (under this policy), and those only cut ones gave
         from_cut, only_cut = 0, 0
         for q in qids:
             by = {}
             for s, c in zip(got[q]["samples"], got[q]["cut"]):
-                a = sample_answer(s, c, policy)
+                a = sample_answer(s, c, policy, args.recipe)
                 if a:
                     by.setdefault(a, set()).add(bool(c))
             from_cut += sum(True in by[a] for a in ranked[q])
             only_cut += sum(by[a] == {True} for a in ranked[q])
         row = {"list_entries": sum(len(r) for r in ranked.values()),
                "entries_from_cut_samples": from_cut, "entries_only_from_cut_samples": only_cut,
-               "answers_kept": sum(bool(sample_answer(s, c, policy)) for q in qids
+               "answers_kept": sum(bool(sample_answer(s, c, policy, args.recipe)) for q in qids
                                    for s, c in zip(got[q]["samples"], got[q]["cut"])),
                "example": {q: ranked[q][:8] for q in qids[:4]}}
         for sim, scorer in scorers.items():
