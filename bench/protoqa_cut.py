@@ -10,7 +10,10 @@ Answers@k / Max Incorrect@k; exact and WordNet matching, plus embedding with ``-
 Reported: the share of cut samples (all, per question), the figures per policy and how many
 list entries came from cut samples. ``--chat``: the prompts in the model's chat template (the
 completion prompt as the user's message; needs ``csbench.lm.prompt``, the ``lm.chat_template``
-setting), for the raw-prompt vs chat-prompt comparison.
+setting), for the raw-prompt vs chat-prompt comparison. ``--recipe`` (``raw`` by default here):
+where a sample stops and what its answer is (``csbench.protoqa.baseline.RECIPES``); with
+``--from-parquet`` it re-counts a run's stored samples under another recipe's answers (e.g. the
+paper's stop-word removal on samples drawn with the raw recipe), no sampling.
 
     nice -n 5 .venv/bin/python bench/protoqa_cut.py \\
         --model-dir resources/models/smollm2-135m --dtype bfloat16 \\
@@ -42,7 +45,7 @@ def sample_all(args, questions, qids) -> dict:
 
     from csbench.lm.generate import sample_completions
     from csbench.models import load_causal_lm
-    from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt
+    from csbench.protoqa.baseline import RECIPES, question_to_prompt
 
     torch.set_num_threads(args.threads)
     prompts = [question_to_prompt(questions[q].question) for q in qids]
@@ -64,11 +67,12 @@ def sample_all(args, questions, qids) -> dict:
         texts += sample_completions(model, tokenizer, prompts[i:i + args.block], args.num_samples,
                                     max_new_tokens=args.max_new_tokens,
                                     temperature=args.temperature, top_p=args.top_p,
-                                    seed=args.seed, chunk=args.chunk, stop=SENTENCE_ENDS,
+                                    seed=args.seed, chunk=args.chunk,
+                                    stop=RECIPES[args.recipe]["stop"],
                                     stats=one, cut=cut, workers=args.threads)
         stats.update(one)
     run = {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c, **stats,
-           "prompt_format": "chat" if args.chat else "raw", "dtype": args.dtype, "threads": args.threads, "model_dir": str(args.model_dir),
+           "recipe": args.recipe, "prompt_format": "chat" if args.chat else "raw", "dtype": args.dtype, "threads": args.threads, "model_dir": str(args.model_dir),
            "settings": {k: getattr(args, k) for k in ("num_samples", "max_new_tokens",
                                                       "temperature", "top_p", "seed", "chunk")}}
     return {"run": run, "questions": {q: {"prompt": p, "samples": s, "cut": k}
@@ -108,9 +112,10 @@ def main():
                          "chat template (csbench.lm.prompt, the lm.chat_template setting)")
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--recipe", default="raw", choices=["paper", "raw"],
-                    help="what a sample's answer is (csbench.protoqa.baseline.RECIPES): raw, the "
-                         "folded text; paper, its text before the first '.', folded, without "
-                         "NLTK's English stop words (the counting of protoqa.generation.recipe)")
+                    help="csbench.protoqa.baseline.RECIPES: where a sample stops when sampled here "
+                         "(raw: the first sentence end; paper: the first '.'; give --max-new-tokens "
+                         "10 for the paper's budget) and what its answer is (raw: the folded "
+                         "text; paper: folded, without NLTK's English stop words)")
     ap.add_argument("--similarities", default="exact,wordnet")
     ap.add_argument("--encoder", default=None, help="embedding matching with this encoder")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
