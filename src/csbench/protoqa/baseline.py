@@ -19,8 +19,8 @@ answer is:
 
 A sample left without a word (stop words only, or nothing) gives no answer: it is not counted.
 
-A sample that ``max_new_tokens`` ended before any sentence end or end-of-sequence token is
-"cut" (the sampler says which: ``cut`` of :func:`csbench.lm.backend.sample`); its text may stop
+A sample that ``max_new_tokens`` ended before its recipe's stop string and the end-of-sequence
+token is "cut" (the sampler says which: ``cut`` of :func:`csbench.lm.backend.sample`); its text may stop
 mid-answer or mid-word ("to fill up their air fres"). The cut policy says what the ranked list
 does with it (:data:`CUT_POLICIES`): ``keep`` it as it is, ``drop`` it, or keep its
 ``complete_words`` (its last word is dropped unless the text ends after it, at a space or a
@@ -53,6 +53,7 @@ RECIPES = {
 
 
 def recipe_of(name: str) -> dict:
+    """The settings of recipe ``name`` (:data:`RECIPES`); an unknown name is refused."""
     if name not in RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {name!r}")
     return RECIPES[name]
