@@ -10,7 +10,10 @@ Answers@k / Max Incorrect@k; exact and WordNet matching, plus embedding with ``-
 Reported: the share of cut samples (all, per question), the figures per policy and how many
 list entries came from cut samples. ``--chat``: the prompts in the model's chat template (the
 completion prompt as the user's message; needs ``csbench.lm.prompt``, the ``lm.chat_template``
-setting), for the raw-prompt vs chat-prompt comparison.
+setting), for the raw-prompt vs chat-prompt comparison. ``--recipe`` (``raw`` by default here):
+where a sample stops and what its answer is (``csbench.protoqa.baseline.RECIPES``); with
+``--from-parquet`` it re-counts a run's stored samples under another recipe's answers (e.g. the
+paper's stop-word removal on samples drawn with the raw recipe), no sampling.
 
     nice -n 5 .venv/bin/python bench/protoqa_cut.py \\
         --model-dir resources/models/smollm2-135m --dtype bfloat16 \\
@@ -42,7 +45,7 @@ def sample_all(args, questions, qids) -> dict:
 
     from csbench.lm.generate import sample_completions
     from csbench.models import load_causal_lm
-    from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt
+    from csbench.protoqa.baseline import RECIPES, question_to_prompt
 
     torch.set_num_threads(args.threads)
     prompts = [question_to_prompt(questions[q].question) for q in qids]
@@ -64,11 +67,12 @@ def sample_all(args, questions, qids) -> dict:
         texts += sample_completions(model, tokenizer, prompts[i:i + args.block], args.num_samples,
                                     max_new_tokens=args.max_new_tokens,
                                     temperature=args.temperature, top_p=args.top_p,
-                                    seed=args.seed, chunk=args.chunk, stop=SENTENCE_ENDS,
+                                    seed=args.seed, chunk=args.chunk,
+                                    stop=RECIPES[args.recipe]["stop"],
                                     stats=one, cut=cut, workers=args.threads)
         stats.update(one)
     run = {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c, **stats,
-           "prompt_format": "chat" if args.chat else "raw", "dtype": args.dtype, "threads": args.threads, "model_dir": str(args.model_dir),
+           "recipe": args.recipe, "prompt_format": "chat" if args.chat else "raw", "dtype": args.dtype, "threads": args.threads, "model_dir": str(args.model_dir),
            "settings": {k: getattr(args, k) for k in ("num_samples", "max_new_tokens",
                                                       "temperature", "top_p", "seed", "chunk")}}
     return {"run": run, "questions": {q: {"prompt": p, "samples": s, "cut": k}
@@ -107,6 +111,11 @@ def main():
                     help="chat prompt: each completion prompt as the user message of the model's "
                          "chat template (csbench.lm.prompt, the lm.chat_template setting)")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--recipe", default="raw", choices=["paper", "raw"],
+                    help="csbench.protoqa.baseline.RECIPES: where a sample stops when sampled here "
+                         "(raw: the first sentence end; paper: the first '.'; give --max-new-tokens "
+                         "10 for the paper's budget) and what its answer is (raw: the folded "
+                         "text; paper: folded, without NLTK's English stop words)")
     ap.add_argument("--similarities", default="exact,wordnet")
     ap.add_argument("--encoder", default=None, help="embedding matching with this encoder")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
@@ -137,7 +146,7 @@ def main():
     n = sum(len(got[q]["cut"]) for q in qids)
     n_cut = sum(sum(got[q]["cut"]) for q in qids)
     per_q = {q: sum(got[q]["cut"]) / len(got[q]["cut"]) for q in qids}
-    out = {"run": data.get("run"), "questions": len(qids), "samples": n, "cut": n_cut,
+    out = {"run": data.get("run"), "recipe": args.recipe, "questions": len(qids), "samples": n, "cut": n_cut,
            "cut_share": n_cut / n, "cut_share_per_question": {
                "min": min(per_q.values()), "median": statistics.median(per_q.values()),
                "max": max(per_q.values())}, "policies": {}}
@@ -152,21 +161,22 @@ def main():
         embedder = Embedder(args.encoder, cache_dir=None)
     scorers = {s: Scorer(s, embedder=embedder) for s in sims}
     for policy in CUT_POLICIES:
-        ranked = {q: rank_answers(got[q]["samples"], args.top, got[q]["cut"], policy)
+        ranked = {q: rank_answers(got[q]["samples"], args.top, got[q]["cut"], policy,
+                                  args.recipe)
                   for q in qids}
         # list entries that some cut sample gave (under this policy), and those only cut ones gave
         from_cut, only_cut = 0, 0
         for q in qids:
             by = {}
             for s, c in zip(got[q]["samples"], got[q]["cut"]):
-                a = sample_answer(s, c, policy)
+                a = sample_answer(s, c, policy, args.recipe)
                 if a:
                     by.setdefault(a, set()).add(bool(c))
             from_cut += sum(True in by[a] for a in ranked[q])
             only_cut += sum(by[a] == {True} for a in ranked[q])
         row = {"list_entries": sum(len(r) for r in ranked.values()),
                "entries_from_cut_samples": from_cut, "entries_only_from_cut_samples": only_cut,
-               "answers_kept": sum(bool(sample_answer(s, c, policy)) for q in qids
+               "answers_kept": sum(bool(sample_answer(s, c, policy, args.recipe)) for q in qids
                                    for s, c in zip(got[q]["samples"], got[q]["cut"])),
                "example": {q: ranked[q][:8] for q in qids[:4]}}
         for sim, scorer in scorers.items():

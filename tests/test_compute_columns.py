@@ -73,7 +73,8 @@ def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatc
                    prompt_format="chat", system_instruction="")]
     out = tmp_path / "summary.tsv"
     run_script("protoqa_summary", tmp_path, monkeypatch, Files(evals=evals, meta=metas),
-               Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"], "cut_policy": "drop"})
+               Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"], "cut_policy": "drop",
+                                       "recipe": "paper"})
     text = out.read_text()
     assert "max_answers@1\t0.5000\t0.7500\t0.2500" in text  # gen-a, gen-b, human: 4 decimals
     summary = R.read_table(out)
@@ -84,8 +85,9 @@ def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatc
     assert prov.loc["samples"].fillna("").tolist() == ["600", "", ""]
     assert prov.loc["samples_cut_share"].fillna("").tolist() == ["0.0750", "", ""]
     assert prov.loc["cut_policy"].fillna("").tolist() == ["drop", "drop", ""]
+    assert prov.loc["recipe"].fillna("").tolist() == ["paper", "paper", ""]
     assert R.protoqa_sampling(summary).fillna("").values.tolist() == \
-        [["a", "raw", "600", "0.0750", "drop"], ["b", "chat", "", "", "drop"]]
+        [["a", "raw", "600", "0.0750", "drop", "paper"], ["b", "chat", "", "", "drop", "paper"]]
     table = R.protoqa_table(summary)   # RESULTS.md reads the metrics as numbers, as before
     assert table.set_index("system").loc["gen-a", "max_answers@1"] == 0.5
     models = R.protoqa_models(summary)
@@ -96,7 +98,7 @@ def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatc
     with pytest.raises(InputError) as exc:
         run_script("protoqa_summary", tmp_path, monkeypatch, Files(evals=evals, meta=[old, metas[1]]),
                    Files(str(out)), {"eval_keys": keys, "gen_models": ["a", "b"],
-                                     "cut_policy": "drop"})
+                                     "cut_policy": "drop", "recipe": "paper"})
     assert "old.json" in str(exc.value) and "compute_device" in str(exc.value) \
         and "--forcerun" in str(exc.value)
 

@@ -88,6 +88,60 @@ def test_cut_policies_on_hand_made_samples():
         rank_answers(["a", "b"], 3, [True])
 
 
+def test_paper_recipe_counts_answers_without_stop_words():
+    """The paper's recipe: the answer is the text before the first "." (not "!", "?" or a
+    newline), folded, with NLTK's English stop words removed, so "A sword." and "sword" are one
+    answer; a sample left without a word is no answer (not an empty one)."""
+    from csbench.protoqa.baseline import sample_answer
+
+    assert clean_completion(" A Sword.", "paper") == "sword"
+    assert clean_completion(" a sword! and a shield. then", "paper") == "sword shield"
+    assert clean_completion(" a sword! and a shield. then", "raw") == "a sword"
+    assert clean_completion(" to find a recipe that", "paper") == "find recipe"
+    assert clean_completion(" don't know.", "paper") == "know"   # "don t": both in the list
+    samples = [" a sword.", " sword", " the sword.", " it is.", " a kernel.", " the.", " swords."]
+    assert rank_answers(samples, 5, recipe="paper") == ["sword", "kernel", "swords"]
+    assert rank_answers(samples, 5) == ["a sword", "sword", "the sword", "it is", "a kernel"]
+    # cut samples: complete_words drops the text's last word before the stop words go
+    assert sample_answer(" a kind of the", True, "complete_words", "paper") == "kind"
+    assert sample_answer(" a big red ki", True, "complete_words", "paper") == "big red"
+    assert sample_answer(" a big red ki", True, "keep", "paper") == "big red ki"
+    assert sample_answer(" a big red ki", True, "drop", "paper") == ""
+    with pytest.raises(ValueError, match="recipe must be one of paper, raw"):
+        clean_completion("x", "gpt2")
+
+
+def test_recipe_settings():
+    """A null max_new_tokens / cut_policy takes the recipe's value; a set one stays."""
+    from csbench.protoqa.baseline import SENTENCE_ENDS, generation_settings
+
+    g = {"recipe": "paper", "max_new_tokens": None, "cut_policy": None, "top": 20}
+    assert generation_settings(g) == {**g, "max_new_tokens": 10, "cut_policy": "drop",
+                                      "stop": ["."]}
+    assert generation_settings({**g, "recipe": "raw"}) == {
+        **g, "recipe": "raw", "max_new_tokens": 20, "cut_policy": "complete_words",
+        "stop": list(SENTENCE_ENDS)}
+    assert generation_settings({**g, "max_new_tokens": 6, "cut_policy": "keep"}) == {
+        **g, "max_new_tokens": 6, "cut_policy": "keep", "stop": ["."]}
+
+
+def test_nltk_stop_words_are_nltks_english_list():
+    """The pinned list is NLTK's (198 words: the 179 of the list before 2023 plus 19
+    contractions); after folding, the 19 never occur as tokens and each folds into words of the
+    list, so the paper's recipe counts the same answers with either revision. Not scikit-learn's
+    list (csbench.text.stop_words)."""
+    from csbench.text import NLTK_STOP_WORDS, fold, stop_words
+
+    added = {"he'd", "he'll", "he's", "i'd", "i'll", "i'm", "i've", "it'd", "it'll", "she'd",
+             "she'll", "they'd", "they'll", "they're", "they've", "we'd", "we'll", "we're",
+             "we've"}
+    assert len(NLTK_STOP_WORDS) == 198 and added <= NLTK_STOP_WORDS
+    assert len(NLTK_STOP_WORDS - added) == 179
+    assert all(set(fold(w).split()) <= NLTK_STOP_WORDS - added for w in added)
+    assert {"i", "me", "the", "a", "don", "t", "mustn't", "wouldn"} <= NLTK_STOP_WORDS
+    assert NLTK_STOP_WORDS != stop_words() and "one" not in NLTK_STOP_WORDS
+
+
 def test_samples_table_and_ranked_lists():
     """The generated table keeps every sample with its question id, index and cut flag; the
     ranked lists come from it, questions in order, under each policy."""
@@ -128,13 +182,18 @@ def test_rank_job_applies_the_cut_policy_to_the_stored_samples(tmp_path, monkeyp
     for policy in ("keep", "drop", "complete_words"):
         out = tmp_path / f"{policy}.json"
         run_script("protoqa_rank", tmp_path, monkeypatch, Files(samples=str(samples)),
-                   Files(ranked=str(out)), {"top": 5, "cut_policy": policy},
+                   Files(ranked=str(out)), {"top": 5, "cut_policy": policy, "recipe": "raw"},
                    wildcards={"model": "m"})
         got[policy] = json.loads(out.read_text())
     assert got["keep"] == {"q1": ["a sword", "to fill up their air fres"], "q2": ["tea"]}
     assert got["drop"] == {"q1": ["a sword"], "q2": ["tea"]}
     assert got["complete_words"] == {"q1": ["a sword", "to fill up their air"], "q2": ["tea"]}
+    out = tmp_path / "paper.json"  # the paper's counting of the same samples: stop words removed
+    run_script("protoqa_rank", tmp_path, monkeypatch, Files(samples=str(samples)),
+               Files(ranked=str(out)), {"top": 5, "cut_policy": "drop", "recipe": "paper"},
+               wildcards={"model": "m"})
+    assert json.loads(out.read_text()) == {"q1": ["sword"], "q2": ["tea"]}
     with pytest.raises(InputError, match="not only of other"):
         run_script("protoqa_rank", tmp_path, monkeypatch, Files(samples=str(samples)),
-                   Files(ranked=str(tmp_path / "x.json")), {"top": 5, "cut_policy": "drop"},
-                   wildcards={"model": "other"})
+                   Files(ranked=str(tmp_path / "x.json")),
+                   {"top": 5, "cut_policy": "drop", "recipe": "raw"}, wildcards={"model": "other"})

@@ -62,15 +62,15 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
         # then their sampling rows (a chat-prompt variant of m1 is a model of its own)
         # (its prompt columns: each model's own)
         base = {k: v for k, v in prov.items() if k not in ("prompt_format", "system_instruction")}
-        sampling = {"gen-m1": ["raw", "", "1500", "0.2340", "complete_words"],
-                    "gen-m1-chat": ["chat", "", "1500", "0.0127", "complete_words"]}
+        sampling = {"gen-m1": ["raw", "", "1500", "0.2340", "complete_words", "raw"],
+                    "gen-m1-chat": ["chat", "", "1500", "0.0127", "complete_words", "raw"]}
         pq["metric"] += [*base, "prompt_format", "system_instruction", "samples",
-                         "samples_cut_share", "cut_policy"]
+                         "samples_cut_share", "cut_policy", "recipe"]
         for col in pq:
             if col != "metric":
                 gen = col.partition("/")[2]
                 pq[col] += [str(v) if gen in sampling else "" for v in base.values()]
-                pq[col] += sampling.get(gen, [""] * 5)
+                pq[col] += sampling.get(gen, [""] * 6)
     cal = {"auroc": 0.65, "auroc_ci_low": 0.6, "auroc_ci_high": 0.7, "cal_accuracy": 0.6,
            "cal_accuracy_ci_low": 0.55, "cal_accuracy_ci_high": 0.65, "cal_f1": 0.62, "cal_f1_ci_low": 0.5,
            "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
@@ -231,9 +231,9 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
     assert pq.system.tolist()[:4] == ["gpt2finetuned", "human", "gen-m1", "gen-m1-chat"]
     # the samples cut by the token budget, one row per model (the chat variant beside it)
-    assert ("| model | prompt | samples | cut by max_new_tokens | cut policy |\n"
-            "|---|---|---|---|---|\n| m1 | raw | 1500 | 23.4% | complete_words |\n"
-            "| m1-chat | chat | 1500 | 1.3% | complete_words |") in md
+    assert ("| model | prompt | samples | cut by max_new_tokens | cut policy | recipe |\n"
+            "|---|---|---|---|---|---|\n| m1 | raw | 1500 | 23.4% | complete_words | raw |\n"
+            "| m1-chat | chat | 1500 | 1.3% | complete_words | raw |") in md
     # the Models table: one row per model and table, with what computed it
     models = md[md.index("## Models"):]
     lm = "| pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |"

@@ -1,12 +1,15 @@
 # ProtoQA: score ranked answer lists against crowd answer clusters (exact, WordNet, embedding
 # matching; Max Answers@k / Max Incorrect@k) and the sampling-based generation baseline.
 import csbench.protoqa
+import csbench.protoqa.baseline as _pqb
 
 PROTOQA = "results/protoqa"
 PQ = config["protoqa"]  # defaults filled by the config validation in the Snakefile
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])
+# the generation settings with the recipe's values for those left null, and its stop strings
+PQ_GEN = _pqb.generation_settings(PQ["generation"])
 PQ_PREDICTIONS = csbench.protoqa.predictions_files(
     PQ, config.get("mirror"), config["models"]["lm"], PROTOQA, warn=logger.warning
 )
@@ -24,9 +27,9 @@ rule protoqa_generate:
         meta=f"{PROTOQA}/generated/{{model}}/meta.json",
     params:
         # not `enabled` / `models` (which jobs exist), not `top` / `cut_policy` (protoqa_rank's);
-        # `chunk` is part of the random stream
-        gen=pick(PQ["generation"], "num_samples", "temperature", "top_p", "max_new_tokens", "seed",
-                 "chunk"),
+        # `chunk` is part of the random stream; `stop`: the recipe's stop strings
+        gen=pick(PQ_GEN, "num_samples", "temperature", "top_p", "max_new_tokens", "seed", "chunk",
+                 "stop"),
         lm=lambda wc: lm_result(wc.model),
     log:
         "logs/protoqa/generated/{model}.log",
@@ -42,16 +45,18 @@ rule protoqa_generate:
         "../scripts/protoqa_generate.py"
 
 
-# The ranked list from the samples: what to do with samples cut by the token budget is decided
-# here, so changing it (or the list length) never samples again.
+# The ranked list from the samples: what an answer is (the recipe's normalisation and stop words)
+# and what to do with samples cut by the token budget are decided here, so changing either (or
+# the list length) never samples again.
 rule protoqa_rank:
     input:
         samples=f"{PROTOQA}/generated/{{model}}/samples.parquet",
     output:
         ranked=f"{PROTOQA}/generated/{{model}}/ranked.json",
     params:
-        top=PQ["generation"]["top"],
-        cut_policy=PQ["generation"]["cut_policy"],
+        top=PQ_GEN["top"],
+        cut_policy=PQ_GEN["cut_policy"],
+        recipe=PQ_GEN["recipe"],
     log:
         "logs/protoqa/generated/{model}.rank.log",
     threads: 1
@@ -125,7 +130,8 @@ rule protoqa_summary:
     params:
         eval_keys=list(PQ_EVAL),
         gen_models=PQ_GEN_MODELS,
-        cut_policy=PQ["generation"]["cut_policy"],
+        cut_policy=PQ_GEN["cut_policy"],
+        recipe=PQ_GEN["recipe"],
     log:
         "logs/protoqa/summary.log",
     threads: 1

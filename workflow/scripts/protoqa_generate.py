@@ -8,7 +8,7 @@ from csbench.lm.prompt import PromptFormat, model_lm
 from csbench.logs import snakemake_logger
 from csbench.models import compute_columns
 from csbench.provenance import SERVED_COMPUTE, provenance, stamp
-from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, samples_table
+from csbench.protoqa.baseline import question_to_prompt, samples_table
 from csbench.protoqa.data import load_questions
 
 log = snakemake_logger(snakemake)
@@ -28,7 +28,7 @@ samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or s
                  names=[f"question {q}" for q in qids],  # named if its prompt is too long
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],
-                 stop=SENTENCE_ENDS, cut=cut)  # each sample stops at its first sentence end
+                 stop=g["stop"], cut=cut)  # each sample stops at the recipe's first stop string
 # what sampled: the device and dtype sample() loaded the model with, in which prompt format
 compute = (SERVED_COMPUTE if served_spec(snakemake.input.model)
            else compute_columns(lm["device"], lm["dtype"]))

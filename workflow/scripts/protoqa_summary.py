@@ -1,6 +1,7 @@
 """Collect the per-file evaluations into the paper-style table (metrics x similarity x system),
 with the provenance and prompt columns of each sampling baseline's model as rows below the
-metrics, then its sampling rows: samples drawn, the share that max_new_tokens cut, the cut policy."""
+metrics, then its sampling rows: samples drawn, the share that max_new_tokens cut, the cut policy,
+the recipe."""
 import json
 
 import pandas as pd
@@ -24,7 +25,8 @@ for model, meta in zip(snakemake.params.gen_models, snakemake.input.meta):
     n, n_cut = m.get("samples"), m.get("samples_cut")
     sampling[f"gen-{model}"] = {"samples": "" if n is None else str(n),  # older meta.json: empty
                                 "samples_cut_share": "" if n_cut is None else f"{n_cut / n:.4f}",
-                                "cut_policy": snakemake.params.cut_policy}
+                                "cut_policy": snakemake.params.cut_policy,
+                                "recipe": snakemake.params.recipe}
     if n_cut is not None:
         log.info("gen-%s: %d of %d samples (%.1f%%) cut by max_new_tokens", model, n_cut, n,
                  100 * n_cut / n)

@@ -18,8 +18,9 @@ METRICS = (
     "max_incorrect@1", "max_incorrect@3", "max_incorrect@5", "max_incorrect@all",
 )
 # summary.tsv's rows about each sampling baseline's samples, below its provenance rows: samples
-# drawn, the share that max_new_tokens cut (before a sentence end or EOS), the cut policy
-SAMPLING_ROWS = ("samples", "samples_cut_share", "cut_policy")
+# drawn, the share that max_new_tokens cut (before a stop string or EOS), the cut policy, the
+# recipe (protoqa.generation.recipe)
+SAMPLING_ROWS = ("samples", "samples_cut_share", "cut_policy", "recipe")
 
 
 def metric_limits(metric: str) -> tuple[int | None, int | None]:

@@ -121,11 +121,14 @@ def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
                          "cut by max_new_tokens": [share(v) for v in
                                                    sampling["samples_cut_share"]],
                          "cut policy": [text(v) or "not recorded"
-                                        for v in sampling["cut_policy"]]})
+                                        for v in sampling["cut_policy"]],
+                         "recipe": [text(v) or "not recorded" for v in sampling["recipe"]]})
     if not any(show["prompt"]):            # no prompt format recorded
         show = show.drop(columns=["prompt"])
-    return ("Samples of the sampling baselines: each stops at its first sentence end or the end "
-            "of sequence; one that reaches `max_new_tokens` first is cut by the token budget "
+    return ("Samples of the sampling baselines (`protoqa.generation.recipe`: `paper` stops at the "
+            "first \".\" and removes stop words, `raw` stops at the first sentence end): each "
+            "stops at its recipe's stop string or the end of sequence; one that reaches "
+            "`max_new_tokens` first is cut by the token budget "
             "(possibly mid-answer or mid-word), and `protoqa.generation.cut_policy` says what "
             "the ranked list did with it (`keep`, `drop`, or its `complete_words`):\n\n"
             + markdown_table(show))
