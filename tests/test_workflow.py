@@ -337,7 +337,7 @@ INERT = {
        for s in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat", "squad_v2", "csqa2",
                  "com2sense", "wsd_eval") for k in ("url", "archive", "urls")},
     "twentyq.scoring.reference_lm": "the demo has one LM: its reference LM is that model already",
-    "winowhat.models": "the demo has one LM: every model is that model already",
+    "winowhat.models": "the demo scores one LM in winowhat (winowhat.models: [smollm2-135m]) already",
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
     "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
