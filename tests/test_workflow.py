@@ -295,6 +295,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "lm.system_instruction": "Answer briefly.",
         "qads.qa.device": "cuda",
         "winowhat.models": ["smollm2-135m"],
+        "contamination.signals.models": ["smollm2-135m"],
         "twentyq.scoring.reference_lm": "smollm2-135m",
         "winowhat.user_files.winogrande_test": str(user_csv),
         "winowhat.user_files.wsc": str(user_csv),
@@ -337,7 +338,12 @@ INERT = {
        for s in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat", "squad_v2", "csqa2",
                  "com2sense", "wsd_eval") for k in ("url", "archive", "urls")},
     "twentyq.scoring.reference_lm": "the demo has one LM: its reference LM is that model already",
+<<<<<<< HEAD
     "winowhat.models": "the demo scores one LM in winowhat (winowhat.models: [smollm2-135m]) already",
+=======
+    "winowhat.models": "the demo has one LM: every model is that model already",
+    "contamination.signals.models": "the demo has one LM: every model is that model already",
+>>>>>>> main
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
     "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
