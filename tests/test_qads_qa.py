@@ -52,7 +52,7 @@ def test_windows_batched_by_length_give_the_answers_of_unpadded_windows(tiny_qa_
 def test_predict_under_bf16_autocast(tiny_qa_dir):
     import torch
 
-    from csbench.qads.qa import autocast
+    from csbench.training import autocast
 
     model, tok = load_qa_model(tiny_qa_dir, device="cpu", dtype="float32")
     with autocast("cpu", "bfloat16"):

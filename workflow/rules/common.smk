@@ -1,8 +1,11 @@
 # Shared helpers: wildcard constraints, path helpers and the target registry behind `rule all`.
+import re
+
 import csbench.data
 import csbench.runtime
 from csbench.fetch import mirror_file, wanted_files
 from csbench.lm.prompt import model_format
+from csbench.finetune import settings as finetune_settings
 from csbench.modelspec import check_config_models, without_prompt_keys
 
 
@@ -63,6 +66,16 @@ def model_dir(name):
     same weights in another prompt format) that entry's."""
     spec = MODEL_SPECS.get(name)
     return f"{MODELS}/{spec.weights if spec is not None and spec.weights else name}"
+
+
+# Names of the fine-tuned causal LMs, as a regex alternation (the finetune_model rule's wildcard).
+FINETUNED = "|".join(re.escape(n) for n, s in MODEL_SPECS.items() if s.kind == "finetune" and not s.weights)
+
+
+def finetune_table(name, key):
+    """The normalised table a fine-tuned model trains on (key data) or is checked on (dev)."""
+    ref = dict(MODEL_SPECS[name].finetune).get(key)
+    return data_table(*ref.split("/", 1)) if ref else []
 
 
 def embedder_spec():

@@ -24,6 +24,40 @@ rule materialise_model:
         "../scripts/materialise_model.py"
 
 
+# Fine-tuned causal LMs (`{finetune: {base, data, ...}}` specs, csbench.finetune): trained once
+# from the base entry's directory and a normalised data table into resources/models/<name>/, read
+# by every task like any other model. Its params are exactly the training settings and the
+# device; its inputs the base model and the tables, so it reruns only when one of them changes.
+ruleorder: finetune_model > materialise_model
+
+
+rule finetune_model:
+    input:
+        base=lambda wc: model_dir(MODEL_SPECS[wc.model].ref),
+        data=lambda wc: finetune_table(wc.model, "data"),
+        dev=lambda wc: finetune_table(wc.model, "dev"),
+    output:
+        directory(f"{MODELS}/{{model}}"),
+    wildcard_constraints:
+        model=FINETUNED or "(?!)",  # no fine-tuned model configured: matches nothing
+    params:
+        train=lambda wc: finetune_settings(config, wc.model),
+        device=config["lm"]["device"],
+    log:
+        "logs/models/{model}.log",
+    benchmark:
+        "benchmarks/models/{model}.tsv"
+    retries: 0
+    threads: config["finetune"]["threads"]
+    resources:
+        mem_mb=config["finetune"]["mem_mb"],
+        gpu=LM_GPU,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/finetune_model.py"
+
+
 rule models:
     input:
         sorted({model_dir(m) for m in config["models"]["lm"]}),  # weights specs share one

@@ -23,7 +23,7 @@ rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, qa, predictions=
 for r in rows:
     log.info("%s", r)
 # where the weights came from, and what computed: run_fold trains and predicts the float32 model
-# on qads.qa.device in qads.finetune.dtype (bfloat16: under autocast, csbench.qads.qa.autocast)
+# on qads.qa.device in qads.finetune.dtype (bfloat16: under autocast, csbench.training.autocast)
 out = stamp(pd.DataFrame(rows), snakemake.input.model,
             compute_columns(p.qa["device"], p.ft["dtype"]))
 write_json(predictions, snakemake.output.predictions)

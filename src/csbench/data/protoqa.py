@@ -5,8 +5,13 @@
 ``all_crowdsourced.questions.jsonl`` -> ``all_crowdsourced_questions`` (each only when configured).
 Question-only files (test) give empty answer lists. Cluster answer strings are kept exactly as
 released (the evaluator compares predictions against them verbatim).
+The GPT-2 baseline's fine-tuning text (iesl/ProtoQA_GPT2 ``data/finetune_{train,dev}.txt``: one
+``<completion prompt>\t<answer>.`` per line) -> ``finetune_train`` / ``finetune_dev``: one row per
+line, with the text a fine-tuned model trains on (``prompt`` + ``completion``, :mod:`csbench.finetune`).
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 
@@ -19,7 +24,10 @@ FILES = {
     "test_questions": "test.questions.jsonl",
     "train": "train.jsonl",
     "all_crowdsourced_questions": "all_crowdsourced.questions.jsonl",
+    "finetune_train": "gpt2/finetune_train.txt",
+    "finetune_dev": "gpt2/finetune_dev.txt",
 }
+FINETUNE_TABLES = ("finetune_train", "finetune_dev")
 
 COLUMNS = {
     "id": "original question id (metadata.id, e.g. r1q1)",
@@ -31,7 +39,14 @@ COLUMNS = {
     "cluster_answers": "answer strings of each cluster (list of lists, parallel to cluster_ids)",
     "raw_answers": "distinct raw crowd answers (list)",
     "raw_counts": "how often each raw answer was given (list, parallel to raw_answers)",
+    # the fine-tuning tables (finetune_train, finetune_dev) have id and these instead:
+    "line": "finetune tables: line number in the file (the id is `<file>:<line>`)",
+    "prompt": "finetune tables: the completion prompt (text before the tab), verbatim",
+    "answer": "finetune tables: the answer after the tab, verbatim (with its final `.`)",
+    "completion": "finetune tables: what a fine-tuned model learns to continue the prompt with: "
+                  "a space and the answer (the sampler continues the prompt after its last word)",
 }
+FINETUNE_COLUMNS = ["id", "line", "prompt", "answer", "completion"]
 
 
 def tables(files: list[str]) -> dict[str, list[str]]:
@@ -90,8 +105,33 @@ def parse_record(path, line: int, rec: dict) -> dict:
     }
 
 
+def read_finetune_text(path) -> pd.DataFrame:
+    """One row per line of a ``<prompt>\t<answer>`` file; a line without exactly one tab, or
+    with an empty prompt or answer, is an :class:`InputError` naming the line."""
+    from ..io import open_text
+
+    rows = []
+    with open_text(path) as fh:
+        for line, text in enumerate(fh, 1):
+            text = text.rstrip("\r\n")
+            parts = text.split("\t")
+            if len(parts) != 2:
+                raise InputError(path, f"expected <prompt><TAB><answer>, found {len(parts) - 1} "
+                                 f"tab(s): {text[:80]!r}", line)
+            prompt, answer = parts
+            if not prompt.strip() or not answer.strip():
+                raise InputError(path, f"empty prompt or answer: {text[:80]!r}", line)
+            rows.append({"id": f"{Path(path).name}:{line}", "line": line, "prompt": prompt,
+                         "answer": answer, "completion": " " + answer.strip()})
+    if not rows:
+        raise InputError(path, "no lines")
+    return pd.DataFrame(rows, columns=FINETUNE_COLUMNS)
+
+
 def normalise(table: str, paths: dict) -> pd.DataFrame:
     path = paths[FILES[table]]
+    if table in FINETUNE_TABLES:
+        return read_finetune_text(path)
     rows, seen = [], {}
     for line, rec in read_jsonl(path):
         row = parse_record(path, line, rec)

@@ -13,7 +13,8 @@
   not wholly inside the window;
 * :func:`train` is a plain torch loop (AdamW, linear warm-up and decay, optional clipping) over
   length-grouped batches (:func:`length_grouped_batches`) cut to their longest window, in float32
-  or under bf16 autocast (``dtype``; :func:`csbench.qads.qa.autocast`);
+  or under bf16 autocast (``dtype``; :func:`csbench.training.autocast`; the schedule, seeding and
+  progress lines are :mod:`csbench.training`'s, shared with causal-LM fine-tuning);
 * :func:`run_fold` fine-tunes a fresh copy of a model on the other folds, predicts the held-out
   fold with :func:`csbench.qads.qa.predict` and scores it with :mod:`csbench.qads.metric`, along
   with the un-fine-tuned model on the same held-out questions.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 
 import numpy as np
 
@@ -189,28 +189,20 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
     losses."""
     import torch
 
-    from .qa import autocast, model_inputs
+    from ..training import Progress, autocast, linear_schedule, seeded
+    from .qa import model_inputs
 
     device = next(model.parameters()).device
     n = len(feats["start_positions"])
     steps_per_epoch = max(1, -(-n // batch_size))
-    total = max(1, steps_per_epoch * epochs)
     opt = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
-    warm = int(round(warmup * total))
-
-    def factor(step: int) -> float:
-        if step < warm:
-            return (step + 1) / warm
-        return max(0.0, (total - step) / max(1, total - warm))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
+    sched = linear_schedule(opt, steps_per_epoch * epochs, warmup)
+    gen = seeded(seed)
     model.train()
     losses = []
     lengths = (feats["attention_mask"].sum(axis=1) if "attention_mask" in feats
                else np.full(n, feats["input_ids"].shape[1]))
-    done, t0, last = 0, time.perf_counter(), time.perf_counter()
+    done, progress = 0, Progress(n * epochs, "windows")
     # enable_grad: other code in the same process may have switched autograd off globally
     with torch.enable_grad():
         for epoch in range(epochs):
@@ -225,12 +217,7 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
                 opt.zero_grad(set_to_none=True)
                 losses.append(float(out.loss.detach().cpu()))
                 done += len(idx)
-                if time.perf_counter() - last > 60:
-                    last = time.perf_counter()
-                    rate = done / (last - t0)
-                    log.info("training: epoch %d, %d/%d windows, %.1f windows/s, ETA %.0f s, "
-                             "loss %.3f", epoch + 1, done, n * epochs, rate,
-                             (n * epochs - done) / max(rate, 1e-9), losses[-1])
+                progress.update(done, epoch + 1, losses[-1])
     model.eval()
     return losses
 

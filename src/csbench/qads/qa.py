@@ -11,11 +11,10 @@ best threshold.
 Windows are batched by length (the windows of ``ENCODE_CHUNK`` questions sorted by token count)
 and each batch is cut to its longest window, instead of padding every window of a chunk to the
 chunk's longest: the same logits at every real token (up to float rounding) for ~1.4x fewer FLOPs
-on SQuAD. ``dtype: bfloat16`` runs a float32 model under :func:`autocast`.
+on SQuAD. ``dtype: bfloat16`` runs a float32 model under :func:`csbench.training.autocast`.
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
 
@@ -24,23 +23,6 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 ENCODE_CHUNK = 1024  # questions tokenised at once; their windows are batched by length
-
-
-def autocast(device, dtype: str = "float32"):
-    """The context in which a float32 model computes in ``dtype``: ``torch.autocast`` for
-    ``bfloat16`` (matrix products in bf16 on the CPU's or GPU's bf16 units; weights, gradients,
-    optimizer state, reductions and losses such as cross-entropy stay float32), nothing for
-    ``float32``. The dtype name is resolved (and, on a CPU without bf16 matrix instructions, warned
-    about) by :func:`csbench.models.pick_dtype`."""
-    import torch
-
-    from ..models import pick_dtype
-
-    device = torch.device(device)
-    dt = pick_dtype(dtype, str(device))
-    if dt == torch.float32:
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dt)
 
 
 def model_inputs(model, arrays, idx, device, trim: bool = True) -> dict:
@@ -84,8 +66,10 @@ def predict(model, tokenizer, questions: list[str], contexts: list[str], max_len
             stride: int = 128, batch_size: int = 32, max_answer_len: int = 30, n_best: int = 20,
             null_threshold: float = 0.0, dtype: str = "float32"):
     """Return ``(answers, na_scores)`` lists aligned with ``questions``; ``dtype`` is the compute
-    dtype of a float32 model (:func:`autocast`)."""
+    dtype of a float32 model (:func:`csbench.training.autocast`)."""
     import torch
+
+    from ..training import autocast
 
     device = next(model.parameters()).device
     n = len(questions)
