@@ -1,0 +1,113 @@
+"""The 20Q fine-tuned arm: the overlap-free training table (the split rules run against the scored
+items), its prompt and completion, training a tiny model on it through csbench.finetune, and the
+fine-tuned prompt variants the scoring reads."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from csbench.config import default
+from csbench.finetune import finetune, read_examples
+from csbench.modelspec import check_config_models
+from csbench.provenance import provenance
+from csbench.twentyq import workflow
+from csbench.twentyq.finetune import training_table
+from csbench.twentyq.prompts import VARIANTS, build_prompts
+from csbench.twentyq.scoring import metrics, score_items
+
+
+def items(*recs, split="train"):
+    return pd.DataFrame([{"id": f"{split}-{i}", "source_split": split, "subject": s, "question": q,
+                          "label": lab} for i, (s, q, lab) in enumerate(recs)])
+
+
+def fake_encoder(same):
+    """Texts of one group share a unit vector; all others are orthogonal."""
+    slots = {}
+
+    def encode(texts):
+        out = np.zeros((len(texts), 64), np.float32)
+        for i, t in enumerate(texts):
+            out[i, slots.setdefault(same.get(t, t), len(slots))] = 1.0
+        return out
+    return encode
+
+
+SCORED = items(("dog", "Is it an animal?", "yes"), ("bicycle", "Does it have wheels?", "no"),
+               split="dev")
+CANDIDATES = items(("airplane", "Is it an animal??", "no"),      # lexical: question bag of words
+                   ("Dog", "Does it bark?", "yes"),              # lexical: topic bag of words
+                   ("domestic dog", "Is it loud?", "yes"),       # wordnet: shares dog.n.01
+                   ("spoon", "Is it some kind of animal?", "no"),  # embedding: near-duplicate
+                   ("chair", "Is it made of wood?", "yes"),      # kept
+                   ("kettle", "Is it used in the kitchen?", "no"))  # kept
+
+
+def test_training_items_pass_the_split_rules_against_the_scored_items():
+    enc = fake_encoder({"Is it some kind of animal?": "Is it an animal?"})
+    table, counts = training_table(CANDIDATES, SCORED, enc)
+    assert list(table["id"]) == ["train-4", "train-5"]  # source ids and order kept
+    c = counts.set_index("step")
+    assert list(c.index) == ["candidates", "lexical", "wordnet", "embedding"]
+    assert list(c["removed"]) == [0, 2, 1, 1] and list(c["kept"]) == [6, 4, 3, 2]
+    assert c.loc["embedding", "kept_pct"] == pytest.approx(100 * 2 / 6)
+    assert set(c["against"]) == {2}
+    # the paper's fine-tuning prompt; the completion is the continuation the scoring reads
+    assert table.loc[0, "prompt"] == "Topic: chair\nQuestion: Is it made of wood?\nAnswer:"
+    assert list(table["completion"]) == [" yes", " no"]
+    # a rule switched off keeps what it would have removed; the threshold is the setting's
+    t2, c2 = training_table(CANDIDATES, SCORED, enc, rules=["lexical", "wordnet"])
+    assert len(t2) == 3 and "embedding" not in set(c2["step"])
+    t3, _ = training_table(CANDIDATES, SCORED, enc, rules=["embedding"], max_similarity=1.0)
+    assert len(t3) == 6
+
+
+def test_bad_labels_are_refused():
+    with pytest.raises(ValueError, match="yes/no"):
+        training_table(items(("cat", "Is it big?", "maybe")), SCORED, fake_encoder({}))
+
+
+def test_fine_tuned_variants_are_the_training_prompt_without_header_or_examples():
+    assert {"fine_tuned", "fine_tuned_no_topic"} <= set(VARIANTS)
+    [p] = build_prompts(SCORED.head(1), SCORED, "fine_tuned")
+    [q] = build_prompts(SCORED.head(1), SCORED, "fine_tuned_no_topic")
+    assert p.raw() == "Topic: dog\nQuestion: Is it an animal?\nAnswer:" and not p.shots
+    assert q.raw() == "Question: Is it an animal?\nAnswer:"
+    table, _ = training_table(SCORED, CANDIDATES.tail(1), fake_encoder({}))
+    assert list(table["prompt"]) == [pr.raw() for pr in build_prompts(SCORED, SCORED, "fine_tuned")]
+
+
+def test_finetune_specs_name_their_training_tables():
+    cfg = {"models": {"lm": {"tiny": "random:tiny-gpt2",
+                             "ft": {"finetune": {"base": "tiny", "data": "twentyq_ft/csqa2"}},
+                             "other": {"finetune": {"base": "tiny", "data": "protoqa/finetune_train"}}}}}
+    specs = check_config_models(cfg)
+    assert workflow.finetune_tables(specs) == ["csqa2"]
+    assert workflow.is_fine_tuned(specs, "ft") and not workflow.is_fine_tuned(specs, "tiny")
+    assert workflow.finetune_data("csqa2") == "results/data/twentyq_ft/csqa2.parquet"
+    assert workflow.finetune_admission("csqa2") in workflow.targets([], ["csqa2"], ["csqa2"])
+
+
+def test_a_tiny_model_trains_on_the_table_and_is_scored_in_its_prompt(tiny_lm_dir, tmp_path):
+    train = items(*[("chair", f"Is it item {i}?", "yes" if i % 2 else "no") for i in range(12)])
+    table, _ = training_table(train, SCORED, fake_encoder({}))
+    path = tmp_path / "csqa2.parquet"
+    table.to_parquet(path)
+    assert read_examples(path)[0] == (table.loc[0, "prompt"], table.loc[0, "completion"])
+    s = {**default("finetune"), "base": "tiny", "data": "twentyq_ft/csqa2", "dev": None,
+         "batch": 4, "grad_accum": 1, "dtype": "float32", "lr": 1e-3}
+    out = finetune(tiny_lm_dir, path, tmp_path / "ft", s, device="cpu", base_name="tiny")
+    prov = provenance(out)
+    assert prov["data"]["table"] == "twentyq_ft/csqa2" and prov["data"]["rows"] == 12
+    assert prov["settings"]["epochs"] == 1 and prov["training"]["optimizer_steps"] == 3
+    assert json.dumps(prov)  # plain JSON
+
+    from csbench.lm import open_scorer
+
+    scorer = open_scorer(out, {**default("lm"), "device": "cpu", "dtype": "float32"}, None)
+    scored = score_items(scorer.loglikelihood, SCORED, train,
+                         variants=["fine_tuned", "fine_tuned_no_topic"])
+    assert list(metrics(scored)["variant"]) == ["fine_tuned", "fine_tuned_no_topic"]
