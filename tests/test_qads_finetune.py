@@ -292,3 +292,5 @@ def test_the_qads_arm_adds_the_rewritten_questions_of_the_training_articles(tiny
         ["squad", "original", "all"]
     assert trained_on(arms["squad-by-article+one"]) == "squad + one"
     assert trained_on(arms["squad-by-article"]) == "squad"
+    with pytest.raises(ValueError, match="trains on already"):
+        finetune_arms({**cfg, "train_on": None, "questions": "one"})

@@ -317,6 +317,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "qads.qa.models": [],
         "qads.finetune.train_on": "all",
         "qads.finetune.score_on": ["one", "original"],
+        "qads.finetune.add_rewritten": "all",  # the demo trains on `one` already
         "results.anchors": str(anchors),
         "contamination.corpora": {"books": {"paths": ["resources/demo/corpus/books/book*"]}},
         "contamination.methods": ["exact", "semantic"],  # the lexical scan loses ngram

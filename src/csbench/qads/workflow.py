@@ -67,6 +67,11 @@ def finetune_arms(ft: dict) -> dict[str, dict]:
     """File tag -> the settings of each fine-tuning run: the plain one (``finetune_tag``, no
     ``add_rewritten``) and, with ``add_rewritten: <mode>``, the QADS arm (``<tag>+<mode>``: the
     same folds, the rewritten questions of the training groups added); ``enabled`` left out."""
+    add = ft.get("add_rewritten")
+    if add and add == (ft["train_on"] or ft["questions"]):
+        raise ValueError(f"qads.finetune.add_rewritten: {add!r} is the set the plain run trains on "
+                         "already (train_on); the QADS arm adds rewritten questions to another set, "
+                         "e.g. train_on: squad")
     plain = {k: v for k, v in ft.items() if k not in ("enabled", "add_rewritten")}
     arms = {finetune_tag(ft): plain}
     if ft.get("add_rewritten"):
