@@ -62,7 +62,7 @@ def _eval(path: Path, score: float) -> str:
 
 
 def test_protoqa_summary_carries_each_samplers_compute_rows(tmp_path, monkeypatch):
-    from csbench import results as R
+    from csbench.protoqa import report as R
 
     keys = [("human", "exact"), ("gen-a", "exact"), ("gen-b", "exact")]
     evals = [_eval(tmp_path / f"{s}.tsv", 0.25 * (i + 1)) for i, (s, _) in enumerate(keys)]

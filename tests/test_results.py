@@ -8,6 +8,9 @@ import pandas as pd
 import pytest
 
 from csbench import results as R
+from csbench.errors import InputError
+from csbench.protoqa.report import PQ_METRICS
+from csbench.twentyq.prompts import VARIANTS
 
 REPO = Path(__file__).resolve().parents[1]
 ANCHORS = REPO / "resources" / "published_anchors.tsv"
@@ -43,7 +46,7 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     mcn = [{"model": m, "dataset": "winogrande_dev", "subset": s, "n_pairs": 90, "acc_orig": 0.52,
             "acc_transf": 0.5, "orig_only_correct": 12, "transf_only_correct": 10, "p_value": 0.83, **prov}
            for m in ("m1", "m2") for s in ("all", "in_original_experiment")]
-    pq = {"metric": list(R.PQ_METRICS) + ["max_answers@all"]}
+    pq = {"metric": list(PQ_METRICS) + ["max_answers@all"]}
     for sim in ("exact", "wordnet"):
         for system in ("gpt2finetuned", "human", "gen-m1", "gen-m1-chat"):
             pq[f"{sim}/{system}"] = [0.1 * (k + 1) for k in range(len(pq["metric"]))]
@@ -65,7 +68,7 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
            "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
            "ci_level": 0.95}
     tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
-           **cal, **prov} for m in ("m1", "m2") for v in R.VARIANTS]
+           **cal, **prov} for m in ("m1", "m2") for v in VARIANTS]
     audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
               "normalised_duplicate_pairs": 0, "test_items_with_duplicate": 1, "top1_mean": 0.5,
               "top1_q50": 0.5, "top1_q90": 0.7, "top1_q99": 0.9, "top1_max": 1.0, "pct_top1_ge_0.8": 20.0,
@@ -115,13 +118,60 @@ def test_every_published_anchor_has_a_value_and_a_source():
     df = R.read_anchors(ANCHORS)
     assert len(df) and df["source"].str.len().min() > 10
     assert set(df["task"]) <= set(R.TASK_ORDER)
+    assert df["id"].is_unique
 
 
-def test_anchor_rows_without_a_source_are_refused(tmp_path):
+def test_each_anchor_source_names_a_table_or_section():
+    df = R.read_anchors(ANCHORS)
+    unnamed = df[~df["source"].str.contains(
+        r"Table \d+|Section [0-9IVX]|§\s*\d|appendix|abstract|model card", case=False)]
+    assert unnamed.empty, list(unnamed["id"])
+    outside = df[~df["id"].str.match(r"(20q|winowhat|protoqa|qads)\.")]
+    assert outside["note"].str.contains("primary source outside the four papers").all()
+
+
+def test_headline_anchors_as_printed_in_the_papers():
+    a = R.read_anchors(ANCHORS).set_index("id")
+    printed = a["printed"].to_dict()
+    assert [printed[f"20q.t5.gpt3-175b.{s}.f1"] for s in ("zero-shot", "few-shot", "fine-tuned")] \
+        == ["61.10", "67.14", "82.50"]
+    assert printed["20q.s7-4.gpt3-175b.fine-tuned-no-topic.f1"] == "59.40"
+    assert printed["winowhat.t2.opt-1.3b.wg-val-original.accuracy"] == "0.60"
+    assert printed["winowhat.t2.opt-1.3b.wg-val-paraphrased.accuracy"] == "0.53"
+    assert a.loc["winowhat.t2.opt-1.3b.wg-val-paraphrased.accuracy", "percent"] == pytest.approx(53.0)
+    assert printed["winowhat.t4.pythia-1b.wg-val-paraphrased.accuracy"] == "0.53"
+    assert printed["protoqa.t3.gpt2-finetuned.test.exact-max-answers-1"] == "29.4"
+    # QADS Table 2: 22.25 before fine-tuning on QADS, 25.93 (the abstract's "26") after
+    assert printed["qads.t2.electra-large.qads-before-ft.accuracy"] == "22.25"
+    assert printed["qads.t2.electra-base.qads-before-ft.accuracy"] == "22.15"
+    assert printed["qads.t2.electra-large.qads-after-ft.accuracy"] == "25.93"
+    assert printed["qads.t2.electra-large.squad2-dev.accuracy"] == "87.85"
+    assert not a["source"].str.contains("BenchmarkCards").any()
+
+
+GOOD = ("20q.t5.gpt3-175b.fine-tuned.f1\ttwentyq\t20Q\tGPT-3 175B\tF1\t82.50\t%\tfine-tuned\t"
+        "De Bruyn et al., 20Q, Table 5, row GPT-3 175B, column F-T F1\t")
+
+
+@pytest.mark.parametrize("row, message", [
+    (GOOD.replace("De Bruyn et al., 20Q, Table 5, row GPT-3 175B, column F-T F1", ""), "source"),
+    (GOOD.replace("Table 5, row", "the results, row"), "table or section"),
+    (GOOD.replace("20q.t5.gpt3-175b", "20Q.t5.GPT3 175b"), "id"),
+    (GOOD.replace("20q.t5.gpt3-175b.fine-tuned.f1", "20q.t5.f1"), "id"),
+    (GOOD.replace("82.50", "82,50"), "not a number"),
+    (GOOD.replace("82.50", "nan"), "not a number"),
+    (GOOD.replace("\t%\t", "\tpercent\t"), "unit"),
+    (GOOD.replace("twentyq", "twenty_q"), "task"),
+    (GOOD + "\n" + GOOD, "already used on line 3"),
+])
+def test_bad_anchor_rows_are_refused_with_file_and_line(tmp_path, row, message):
     bad = tmp_path / "a.tsv"
-    bad.write_text("\t".join(R.ANCHOR_COLUMNS) + "\nwinowhat\tWG\tx\taccuracy\t50\tzero-shot\t\t\n")
-    with pytest.raises(ValueError, match="source"):
+    bad.write_text("# comment\n" + "\t".join(R.ANCHOR_COLUMNS) + "\n" + row + "\n")
+    with pytest.raises(InputError, match=message) as e:
         R.read_anchors(bad)
+    assert str(bad) in str(e.value) and e.value.line in (3, 4)
+    bad.write_text("# comment\n" + "\t".join(R.ANCHOR_COLUMNS) + "\n" + GOOD + "\n")
+    assert R.read_anchors(bad).loc[0, "percent"] == pytest.approx(82.5)
 
 
 def test_results_from_tables_and_byte_identical_reruns(tmp_path):
@@ -155,7 +205,7 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     cats = pd.read_csv(a["winowhat_categories"], sep="\t")
     assert cats.loc[(cats.model == "m1") & (cats.category == "all"), "difference"].round(4).item() == -0.02
     pq = pd.read_csv(a["protoqa"], sep="\t")  # the provenance rows stay out of the metrics
-    assert set(pq.columns) == {"similarity", "system", *R.PQ_METRICS} and len(pq) == 8
+    assert set(pq.columns) == {"similarity", "system", *PQ_METRICS} and len(pq) == 8
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
     assert pq.system.tolist()[:4] == ["gpt2finetuned", "human", "gen-m1", "gen-m1-chat"]
     # the samples cut by the token budget, one row per model (the chat variant beside it)

@@ -1,0 +1,144 @@
+"""ProtoQA's part of RESULTS.md: Max Answers@k / Max Incorrect@k per answer matching for the
+release's prediction files and each sampling baseline, and the sampling baselines' samples, from
+``results/protoqa/summary.tsv``."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..sections import Section, markdown_table, pct, read_table, select, write_summary
+from . import SAMPLING_ROWS
+
+TITLE = "ProtoQA: ranked answer lists"
+PQ_METRICS = ("max_answers@1", "max_answers@3", "max_answers@5", "max_answers@10",
+              "max_incorrect@1", "max_incorrect@3", "max_incorrect@5")
+MODEL_ROWS = ("model_source", "model_quant", "random_model", "compute_device", "compute_dtype",
+              "prompt_format", "system_instruction")
+
+
+def inputs(targets: list[str]) -> dict[str, list[str]]:
+    return {"summary": select(targets, "protoqa/summary.tsv")}
+
+
+def planned(ins: dict[str, list[str]]) -> dict[str, str]:
+    return {"protoqa": "protoqa.tsv"} if ins.get("summary") else {}
+
+
+def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
+            anchors: pd.DataFrame) -> Section:
+    if not ins.get("summary"):
+        return Section("")
+    summary = read_table(ins["summary"][0])
+    t = protoqa_table(summary)
+    write_summary(t, outputs["protoqa"])
+    sampling = protoqa_sampling(summary)
+    body = [protoqa_markdown(t)]
+    sampling_md = protoqa_sampling_markdown(sampling)
+    if sampling_md:
+        body.append(sampling_md)
+    return Section("\n\n".join(body), tables={"protoqa": t, "protoqa_sampling": sampling},
+                   models=[("ProtoQA sampling", protoqa_models(summary))])
+
+
+def _system_label(name: str) -> str:
+    if name.startswith("gen-"):
+        return f"{name[4:]} (sampling baseline, csbench)"
+    return {"gpt2finetuned": "GPT-2 fine-tuned (release predictions file)",
+            "human": "human (release predictions file)"}.get(name, name)
+
+
+def protoqa_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """summary.tsv (metric x <similarity>/<system>; below the metrics, the provenance rows of the
+    sampling baselines) -> one row per (similarity, system)."""
+    s = summary.set_index("metric")
+    rows = []
+    for col in s.columns:
+        sim, _, system = col.partition("/")
+        row = {"similarity": sim, "system": system}
+        for m in PQ_METRICS:
+            row[m] = float(s[col].get(m, float("nan")))  # text in a column with provenance rows
+        rows.append(row)
+    sims = {"exact": 0, "wordnet": 1, "embedding": 2}
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["_s"] = df["similarity"].map(lambda x: sims.get(x, 9))
+    df["_g"] = df["system"].str.startswith("gen-")
+    return df.sort_values(["_s", "similarity", "_g", "system"]).drop(columns=["_s", "_g"]) \
+        .reset_index(drop=True)
+
+
+def _sampling_columns(summary: pd.DataFrame) -> dict[str, pd.Series]:
+    """Model name -> its sampling baseline's first column of summary.tsv (indexed by metric),
+    in column order."""
+    s = summary.set_index("metric")
+    out: dict[str, pd.Series] = {}
+    for col in s.columns:
+        system = col.partition("/")[2].removesuffix(" (random weights)")
+        if system.startswith("gen-") and system[4:] not in out:
+            out[system[4:]] = s[col]
+    return out
+
+
+def protoqa_models(summary: pd.DataFrame) -> pd.DataFrame:
+    """The sampling baselines' models with the provenance rows of summary.tsv (one row per model;
+    a summary written before it had them gives the models alone)."""
+    return pd.DataFrame([{"model": m, **{c: col[c] for c in MODEL_ROWS if c in col.index}}
+                         for m, col in _sampling_columns(summary).items()])
+
+
+def protoqa_sampling(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per sampling baseline (model name, so a chat-prompt variant of a model is a row of
+    its own, beside the raw-prompt one): its prompt format where the summary records one
+    (``prompt_format`` row), samples drawn, the share that ``max_new_tokens`` cut, the cut policy
+    (empty for a summary written before these rows existed)."""
+    keys = ("prompt_format", *SAMPLING_ROWS)
+    return pd.DataFrame([{"model": m, **{r: col.get(r, "") for r in keys}}
+                         for m, col in _sampling_columns(summary).items()],
+                        columns=["model", *keys])
+
+
+def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
+    if sampling.empty:
+        return ""
+
+    def text(v) -> str:
+        if isinstance(v, float):
+            return "" if math.isnan(v) else f"{v:g}"
+        return "" if v is None else str(v)
+
+    def share(v) -> str:
+        v = text(v)
+        return f"{100 * float(v):.1f}%" if v else "not recorded"
+
+    show = pd.DataFrame({"model": sampling["model"],
+                         "prompt": [text(v) for v in sampling["prompt_format"]],
+                         "samples": [text(v) or "not recorded" for v in sampling["samples"]],
+                         "cut by max_new_tokens": [share(v) for v in
+                                                   sampling["samples_cut_share"]],
+                         "cut policy": [text(v) or "not recorded"
+                                        for v in sampling["cut_policy"]]})
+    if not any(show["prompt"]):            # no prompt format recorded
+        show = show.drop(columns=["prompt"])
+    return ("Samples of the sampling baselines: each stops at its first sentence end or the end "
+            "of sequence; one that reaches `max_new_tokens` first is cut by the token budget "
+            "(possibly mid-answer or mid-word), and `protoqa.generation.cut_policy` says what "
+            "the ranked list did with it (`keep`, `drop`, or its `complete_words`):\n\n"
+            + markdown_table(show))
+
+
+def protoqa_markdown(table: pd.DataFrame) -> str:
+    parts = ["The paper's layout: Max Answers@k and Max Incorrect@k in %, one table per answer "
+             "matching (exact string, WordNet, embedding), the release's prediction files next to "
+             "the sampling baseline of each configured LM, on the crowdsourced dev questions."]
+    for sim in table["similarity"].unique():
+        t = table[table["similarity"] == sim]
+        show = pd.DataFrame({"system": [_system_label(s) for s in t["system"]]})
+        for m in PQ_METRICS:
+            kind, k = m.split("@")
+            show[("Max Answers" if kind == "max_answers" else "Max Incorrect") + f" @{k}"] = \
+                [pct(v) for v in t[m]]
+        parts += [f"**{sim} matching**", markdown_table(show)]
+    return "\n\n".join(parts)
+
