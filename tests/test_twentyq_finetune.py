@@ -111,3 +111,56 @@ def test_a_tiny_model_trains_on_the_table_and_is_scored_in_its_prompt(tiny_lm_di
     scored = score_items(scorer.loglikelihood, SCORED, train,
                          variants=["fine_tuned", "fine_tuned_no_topic"])
     assert list(metrics(scored)["variant"]) == ["fine_tuned", "fine_tuned_no_topic"]
+
+
+CAL = {"auroc_ci_low": 0.5, "auroc_ci_high": 0.7, "cal_accuracy": 0.6, "cal_accuracy_ci_low": 0.5,
+       "cal_accuracy_ci_high": 0.7, "cal_f1": 0.6, "cal_f1_ci_low": 0.5, "cal_f1_ci_high": 0.7,
+       "cal_pct_pred_yes": 50.0, "cal_folds": 5, "ci_level": 0.95}
+
+
+def test_results_show_the_fine_tuned_arm_in_table5_layout_and_the_admission_counts(tmp_path):
+    from csbench.twentyq import report
+
+    rows = [{"model": m, "variant": v, "n": 4, "f1": f1, "accuracy": 0.5, "nll": 0.69,
+             "pct_pred_yes": 50.0, "auroc": 0.6, "model_source": src, **CAL}
+            for m, src, vs in (("lm", "gguf:x", ("zero_shot", "few_shot", "zero_shot_no_topic")),
+                               ("lm-ft", "finetune:lm=gguf:x on twentyq_ft/csqa2",
+                                ("fine_tuned", "fine_tuned_no_topic")))
+            for v, f1 in zip(vs, (0.61, 0.67, 0.5))]
+    metrics_path = tmp_path / "twentyq" / "csqa2" / "metrics.tsv"
+    metrics_path.parent.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(metrics_path, sep="\t", index=False)
+    t = report.twentyq_table([str(metrics_path)])
+    ft = t[t["arm"] == "fine_tuned"]
+    assert set(ft["variant"]) == {"fine_tuned", "fine_tuned_no_topic"} and set(ft["base_model"]) == {"lm"}
+    assert set(t.loc[t["arm"] == "prompted", "base_model"]) == {"lm"}
+    md = report.table5_markdown(t)
+    assert "| CSQA2 dev | lm | lm-ft | 61.0 | 67.0 | 61.0 | 67.0 |" in md  # F1 Z-S F-S F-T F-T-topic
+    counts = tmp_path / "twentyq" / "finetune" / "csqa2.admission_counts.tsv"
+    counts.parent.mkdir(parents=True)
+    pd.DataFrame({"benchmark": "csqa2", "step": ["candidates", "lexical"], "against": 2541,
+                  "removed": [0, 803], "kept": [9264, 8461], "kept_pct": [100.0, 91.33]}) \
+        .to_csv(counts, sep="\t", index=False)
+    ins = report.inputs([str(metrics_path), str(counts)])
+    outs = {k: str(tmp_path / v) for k, v in report.planned(ins).items()}
+    sec = report.section(ins, outs, {}, pd.DataFrame())
+    assert "Table 5 layout" in sec.markdown and "| csqa2 | lexical | 2541 | 803 | 8461 | 91.3 |" in sec.markdown
+    assert "fine-tuned with / without topic" in sec.markdown
+
+
+def test_qads_arm_rows_are_labelled_beside_the_plain_run(tmp_path):
+    from csbench.qads import report
+
+    def table(name, trained_on):
+        path = tmp_path / name
+        pd.DataFrame([{"model": "qa", "trained_on": trained_on, "fold": "pooled", "split": "finetuned",
+                       "questions": q, "exact": 40.0, "f1": 50.0, "HasAns_exact": 30.0,
+                       "HasAns_f1": 45.0, "NoAns_exact": 60.0, "n": 10} for q in ("original", "one")]
+                     ).to_csv(path, sep="\t", index=False)
+        return str(path)
+
+    q = report.qads_qa_table([], [table("qa.squad-by-article.tsv", "squad"),
+                                  table("qa.squad-by-article+one.tsv", "squad + one")])
+    assert sorted(set(q["training"])) == ["fine-tuned (article folds)",
+                                          "fine-tuned (article folds) + QADS-one training questions"]
+    assert (q["f1_minus_original"].fillna(0) == 0).all()  # each run against its own original row

@@ -86,6 +86,10 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
         df = df[df["fold"].astype(str) == "pooled"].copy()
         df["training"] = df["split"].map({"base": "none (before fine-tuning)",
                                           "finetuned": "fine-tuned (article folds)"}).fillna(df["split"])
+        arm = qads_arm(df)
+        if arm:  # the QADS arm (Table 2's third row): its fine-tuned rows say what was added
+            df.loc[df["split"] == "finetuned", "training"] = \
+                f"fine-tuned (article folds) + QADS-{arm} training questions"
         frames.append(df)
     if not frames:
         return pd.DataFrame()
@@ -128,7 +132,8 @@ def qads_qa_domains_table(paths: list[str]) -> pd.DataFrame:
     """Per model and topic domain: articles, and n / F1 / HasAns F1 per question set (wide), with
     the HasAns F1 change from the original questions to ``one`` and ``all``."""
     frames = [read_table(p) for p in paths]
-    frames = [f for f in frames if not f.empty]
+    frames = [f.assign(model=f["model"].astype(str) + f" + QADS-{qads_arm(f)} training")
+              if qads_arm(f) else f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame()
     df = pd.concat(frames, ignore_index=True)
@@ -173,3 +178,12 @@ def qads_domains_markdown(df: pd.DataFrame) -> str:
     return ("Per article: the WordNet topic domains of the disambiguated words of a seeded sample of its "
             "questions (`qads.domains`).\n\n" + markdown_table(df.fillna("–")))
 
+
+
+def qads_arm(df: pd.DataFrame) -> str:
+    """The QADS mode a fine-tuning table's run added to its training questions (``trained_on``
+    ``squad + one``: the QADS arm), or "" for a plain run (and tables written before the arm)."""
+    if "trained_on" not in df or df.empty:
+        return ""
+    v = str(df["trained_on"].iloc[0])
+    return v.split("+", 1)[1].strip() if "+" in v else ""
