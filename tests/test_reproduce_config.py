@@ -24,12 +24,7 @@ def test_reproduce_uses_the_real_model_specs_and_qads_settings():
     rep, real = load("reproduce.yaml"), load("real-models.yaml")
     assert rep["models"] == real["models"]  # edit both files together
     assert rep["qads"] == real["qads"]
-    assert set(rep["models"]["lm"]) == {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b",
-                                        "smollm2-135m-20q-ft"}
-    # the fine-tuned model is scored by 20Q only: the other tasks name the three base models
-    base = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
-    assert rep["winowhat"]["models"] == real["winowhat"]["models"] == base
-    assert rep["protoqa"]["generation"]["models"] == base
+    assert set(rep["models"]["lm"]) == {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"}
     assert rep["tasks"] == ["twentyq", "protoqa", "winowhat", "qads", "contamination", "results"]
     assert rep["twentyq"]["benchmarks"] == ["csqa2"] and rep["mirror"] is None
 
@@ -67,8 +62,7 @@ def test_reproduce_dry_run_plans_every_task(tmp_path):
         env=dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stats = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", proc.stdout.split("Job stats:", 1)[1], re.M))
-    for rule, n in {"winowhat_score": "3", "protoqa_generate": "3", "twentyq_score": "4",
-                    "finetune_model": "1", "twentyq_finetune_data": "1",
+    for rule, n in {"winowhat_score": "3", "protoqa_generate": "3", "twentyq_score": "3",
                     "audit_run": "2", "qads_finetune_fold": "2", "results": "1"}.items():
         assert stats.get(rule) == n, (rule, stats)
     assert "twentyq_split" not in stats and "twentyq_clean" not in stats  # no 20Q raw data
