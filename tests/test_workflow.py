@@ -338,7 +338,7 @@ INERT = {
        for s in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat", "squad_v2", "csqa2",
                  "com2sense", "wsd_eval") for k in ("url", "archive", "urls")},
     "twentyq.scoring.reference_lm": "the demo has one LM: its reference LM is that model already",
-    "winowhat.models": "the demo has one LM: every model is that model already",
+    "winowhat.models": "the demo scores one LM in winowhat (winowhat.models: [smollm2-135m]) already",
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
     "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
@@ -433,6 +433,29 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
         assert set(got[key]["rerun"]) <= {"qads_export_annotation"}, (key, got[key])
     shards = set(got["lm.shards"]["run"])  # new shard jobs, their gather and what reads it
     assert "winowhat_score" in shards and not shards & (costly - {"winowhat_score"}), shards
+
+
+def test_a_finetuned_model_retrains_only_when_its_base_data_or_settings_change(demo_run, tmp_path):
+    """The demo's ProtoQA fine-tuned model (a `finetune` spec): a training setting (in the spec or
+    the `finetune` section), another base or another training table retrains it; sampling
+    settings, another task's settings and resources do not."""
+    ft = "smollm2-135m-protoqa-ft"
+    spec = {"base": "smollm2-135m", "data": "protoqa/finetune_train", "dev": "protoqa/finetune_dev"}
+    changes = {
+        "spec_seed": {"models": {"lm": {ft: {"finetune": {**spec, "seed": 1}}}}},
+        "section_lr": {"finetune": {"lr": 2.0e-4}},
+        "base": {"models": {"lm": {"smollm2-135m": "random:tiny-gpt2"}}},
+        "data": {"models": {"lm": {ft: {"finetune": {**spec, "data": "protoqa/finetune_dev"}}}}},
+        "sampling": {"protoqa": {"generation": {"num_samples": 9}}},
+        "other_task": {"winowhat": {"bootstrap": {"n": 201}}},
+        "resources": {"finetune": {"threads": 1, "mem_mb": 9000}},
+    }
+    got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml", changes, tmp_path)
+    for name in ("spec_seed", "section_lr", "base", "data"):
+        assert "finetune_model" in got[name]["rerun"], (name, got[name])
+    for name in ("sampling", "other_task", "resources"):
+        assert "finetune_model" not in got[name].get("run", ["error"]), (name, got[name])
+    assert got["resources"]["run"] == [], got["resources"]
 
 
 def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
