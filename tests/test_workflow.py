@@ -458,6 +458,23 @@ def test_a_finetuned_model_retrains_only_when_its_base_data_or_settings_change(d
     assert got["resources"]["run"] == [], got["resources"]
 
 
+def test_the_20q_finetuned_arm_reruns_when_its_training_items_change(demo_run, tmp_path):
+    """The demo's 20Q fine-tuned model trains on the 20Q split's items admitted against the scored
+    test items (twentyq_finetune_data): another admission threshold rebuilds the table and retrains
+    it; the prompted variants rescore the base model only, the fine-tuned variants the fine-tuned
+    model only."""
+    changes = {
+        "admission": {"twentyq": {"finetune": {"max_similarity": 0.7}}},
+        "prompted": {"twentyq": {"scoring": {"variants": ["zero_shot"]}}},
+        "fine_tuned": {"twentyq": {"scoring": {"fine_tuned_variants": ["fine_tuned"]}}},
+    }
+    got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml", changes, tmp_path)
+    assert {"twentyq_finetune_data", "finetune_model", "twentyq_score"} <= set(got["admission"]["rerun"])
+    for name in ("prompted", "fine_tuned"):
+        assert "finetune_model" not in got[name]["run"] and "twentyq_score" in got[name]["rerun"]
+    assert "twentyq_finetune_data" not in got["fine_tuned"]["run"]
+
+
 def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     """Issue 29: a mirror file edited in place was not noticed (the download rules had no
     inputs). Now a source's mirror files are its download rule's inputs: an edited one reruns the
