@@ -138,7 +138,7 @@ def dump(a) -> None:
                                 Path(tmp) / "lm" if cached else None, **kw)
                 out = s.loglikelihood(reqs)
                 if s.cache is not None:
-                    s.cache.con.close()
+                    s.cache.close()
             stats = {k: v for k, v in s.stats.items() if k != "seconds"}
             res["models"][name][sname] = {"scores": [[float(lp).hex(), n] for lp, n in out],
                                           "stats": stats}

@@ -423,9 +423,11 @@ def _stored_keys(tmp_path, fake):
     """The caller keys of the scores cached for the fake endpoint."""
     import sqlite3
 
-    (path,) = (tmp_path / "cache").glob("lm-*.sqlite")
-    with sqlite3.connect(path) as con:
-        return {k for (k,) in con.execute("SELECT key FROM scores")}
+    keys = set()
+    for path in (tmp_path / "cache").glob("lm-*/*.sqlite"):
+        with sqlite3.connect(path) as con:
+            keys |= {k for (k,) in con.execute("SELECT key FROM scores")}
+    return keys
 
 
 @pytest.mark.parametrize("value, shown", [

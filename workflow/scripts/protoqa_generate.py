@@ -3,7 +3,7 @@ budget cut them (protoqa_rank builds the ranked lists from them)."""
 import time
 
 from csbench.io import write_json, write_parquet
-from csbench.lm.backend import lm_cache_dir, sample, served_spec
+from csbench.lm.backend import job_lm_cache, sample, served_spec
 from csbench.lm.prompt import PromptFormat, model_lm
 from csbench.logs import snakemake_logger
 from csbench.models import compute_columns
@@ -24,7 +24,7 @@ cut = []  # per question, per sample: whether max_new_tokens ended it
 # prompt format)
 lm = model_lm(snakemake.config, snakemake.wildcards.model)
 samples = sample(snakemake.input.model, prompts, g["num_samples"],  # local or served model
-                 lm=lm, cache_dir=lm_cache_dir(snakemake.config),
+                 lm=lm, cache_dir=job_lm_cache(snakemake),
                  names=[f"question {q}" for q in qids],  # named if its prompt is too long
                  max_new_tokens=g["max_new_tokens"], temperature=g["temperature"],
                  top_p=g["top_p"], seed=g["seed"], chunk=g["chunk"],

@@ -3,7 +3,7 @@ import pandas as pd
 
 from csbench.io import write_parquet, write_tsv
 from csbench.lm import open_scorer
-from csbench.lm.backend import lm_cache_dir
+from csbench.lm.backend import job_lm_cache
 from csbench.lm.prompt import PromptFormat, model_lm
 from csbench.logs import snakemake_logger
 from csbench.provenance import stamp
@@ -15,7 +15,7 @@ train, test = pd.read_parquet(snakemake.input.train), pd.read_parquet(snakemake.
 # params.lm: the lm settings the scores depend on; the rest cannot change a number (config;
 # model_lm: with this model's prompt format)
 lm = model_lm(snakemake.config, snakemake.wildcards.model)
-scorer = open_scorer(snakemake.input.model, lm, lm_cache_dir(snakemake.config))  # local or served
+scorer = open_scorer(snakemake.input.model, lm, job_lm_cache(snakemake))  # local or served
 items = score_items(scorer.loglikelihood, test, train, variants=cfg["variants"], seed=cfg["seed"])
 log.info("engine stats: %s", scorer.stats)  # truncated contexts, cache entries rejected
 items = nll_by_quartile(items, pd.read_parquet(snakemake.input.freq))

@@ -3,7 +3,7 @@ import pandas as pd
 
 from csbench.io import write_parquet
 from csbench.lm import open_scorer
-from csbench.lm.backend import lm_cache_dir
+from csbench.lm.backend import job_lm_cache
 from csbench.logs import snakemake_logger
 from csbench.provenance import stamp
 from csbench.twentyq.scoring import topic_frequency
@@ -14,7 +14,7 @@ test = pd.read_parquet(snakemake.input.test)
 # The requests have empty contexts, which no prompt format changes: scored raw (so a reference
 # LM without a chat template serves under lm.chat_template: on too)
 lm = {**snakemake.config["lm"], "chat_template": False, "system_instruction": None}
-scorer = open_scorer(snakemake.input.model, lm, lm_cache_dir(snakemake.config))  # local or served
+scorer = open_scorer(snakemake.input.model, lm, job_lm_cache(snakemake))  # local or served
 freq = topic_frequency(scorer.loglikelihood, test["subject"])
 stamp(freq, snakemake.input.model, scorer.compute())  # where the weights came from, what computed
 log.info("%d topics; cross-entropy quartiles %s", len(freq),

@@ -3,7 +3,7 @@ import pandas as pd
 
 from csbench.io import write_parquet
 from csbench.lm import open_scorer
-from csbench.lm.backend import lm_cache_dir
+from csbench.lm.backend import job_lm_cache
 from csbench.lm.prompt import PromptFormat, model_lm
 from csbench.logs import snakemake_logger
 from csbench.provenance import stamp
@@ -16,7 +16,7 @@ items = shard(pd.read_parquet(snakemake.input.table), int(snakemake.wildcards.sh
 # sizes, served timeouts) and the cache location cannot change a number: read from the config
 # (model_lm: the lm section with this model's prompt format, models.lm.<model>, over it)
 lm = model_lm(snakemake.config, snakemake.wildcards.model)
-scorer = open_scorer(snakemake.input.model, lm, lm_cache_dir(snakemake.config))
+scorer = open_scorer(snakemake.input.model, lm, job_lm_cache(snakemake))
 log.info("model %s, %s, prompt %s: %d items", snakemake.wildcards.model, scorer.describe(),
          PromptFormat.of(lm).columns(), len(items))
 out = score_items(items, scorer)

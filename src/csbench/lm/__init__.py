@@ -11,19 +11,21 @@ API (stable; 20Q, ProtoQA and WinoWhat code against it). The way in is :func:`op
 no task constructs a backend itself::
 
     from csbench.lm import open_scorer
-    from csbench.lm.backend import lm_cache_dir, sample
+    from csbench.lm.backend import job_lm_cache, lm_cache_dir, sample
 
     scorer = open_scorer(model_dir,             # resources/models/<name> (materialised; a served
                                                 #   model's directory records its endpoint)
                          lm,                    # the validated config["lm"] section: device, dtype,
                                                 #   batch_size, max_batch_size (local) and served
                                                 #   (endpoints), refresh_cache (True: read no cache
-                                                #   entry, recompute and overwrite), chat_template
+                                                #   entry, recompute, store anew), chat_template
                                                 #   and system_instruction (the prompt format; a
                                                 #   model's: csbench.lm.prompt.model_lm(config,
                                                 #   name)); defaults in the config schema
-                         cache_dir,             # lm_cache_dir(config) = f"{config['cache_dir']}/lm":
-                                                #   per-item SQLite cache, or None
+                         cache_dir,             # job_lm_cache(snakemake) in a workflow job, or
+                                                #   lm_cache_dir(config) (f"{config['cache_dir']}/lm"):
+                                                #   per-item SQLite cache, one file per writing
+                                                #   process (csbench.lm.cache_files), or None
                          needs=("loglikelihood",),  # a served model is checked for these now
                          **engine)              # local engine options (tests, benchmarks):
                                                 #   max_length, share_prefix, min_shared_prefix,

@@ -24,7 +24,7 @@ def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None 
                 needs=("loglikelihood",), **kw):
     """The scorer of a model directory with the ``lm`` config section's settings (``device``,
     ``dtype``, ``batch_size``, ``max_batch_size``, ``served``, ``refresh_cache``: read no cache
-    entry, recompute and overwrite them; ``chat_template`` and ``system_instruction``: the
+    entry, recompute and store them anew; ``chat_template`` and ``system_instruction``: the
     prompt format, :mod:`csbench.lm.prompt`; a model's own are
     :func:`csbench.lm.prompt.model_lm`; keys left out take the schema's defaults); a served
     model is checked for ``needs`` now. ``kw``: the local engine's options
@@ -89,6 +89,18 @@ def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_d
                            names=names, cut=cut)
 
 
-def lm_cache_dir(config: dict) -> str:
-    """The LM cache directory under the config's ``cache_dir``."""
-    return os.path.join(config["cache_dir"], "lm")
+def lm_cache_dir(config: dict, job: str | None = None):
+    """The LM cache directory under the config's ``cache_dir``, with the job that writes to it
+    (:func:`job_lm_cache`; part of the name of the file the job writes, see
+    :mod:`csbench.lm.cache_files`)."""
+    from .cache_files import CacheDir
+
+    return CacheDir(os.path.join(config["cache_dir"], "lm"), job)
+
+
+def job_lm_cache(snakemake):
+    """The LM cache of a Snakemake job: :func:`lm_cache_dir` with the job named by its rule and
+    wildcards (``winowhat_score.model=x.shard=0``)."""
+    wc = getattr(snakemake, "wildcards", None)
+    job = ".".join([snakemake.rule] + [f"{k}={v}" for k, v in sorted(wc.items() if wc else [])])
+    return lm_cache_dir(snakemake.config, job)

@@ -1,4 +1,6 @@
-"""The LM cache shared by every backend: one SQLite file per model key under ``cache_dir``.
+"""The LM cache shared by every backend: per model key, a directory of SQLite files under
+``cache_dir``, one per writing process (:mod:`csbench.lm.cache_files`: no file is ever written by
+two processes, so jobs of one model may run at once on different hosts of a shared filesystem).
 
 ``scores``: summed log-probability and token count per (model key, caller key, request hash);
 ``samples``: the sampled texts per (model key, request hash) of a generation request (and, for
@@ -6,7 +8,8 @@ rows written since issue 28, per text whether ``max_new_tokens`` ended it). The 
 key says which model answered: the local weights' fingerprint and dtype
 (:func:`model_fingerprint`), or a served endpoint and model name (:mod:`csbench.lm.served`). Rows
 are written as results arrive, so an interrupted run resumes where it stopped and a rerun sends
-or computes nothing twice.
+or computes nothing twice: a lookup reads this process's file, then every other file of the
+model, newest first; the newest entry of a request decides.
 
 Integrity (issue 29):
 
@@ -15,14 +18,18 @@ Integrity (issue 29):
   otherwise (nothing of the batch is written).
 * Every row carries a checksum of its key and values (:func:`score_checksum`), verified on read.
   A row that fails it, or holds an invalid value (a NULL, NaN, a positive number), is a miss: it
-  is recomputed and overwritten, counted in :attr:`ScoreCache.rejected` and logged.
-* A file written before checksums existed is migrated when it is opened: the column is added and
-  its valid rows are checksummed (trusted once; invalid ones are dropped), in one transaction.
-* A corrupt file (``database disk image is malformed``, ``file is not a database``, met when
-  opening or at any read or write) is moved aside to ``<file>.corrupt-<timestamp>`` with a
-  warning naming both paths, and a fresh cache is used.
+  is recomputed and stored anew in this process's file (newer, so read first from then on),
+  counted in :attr:`ScoreCache.rejected` and logged.
+* A file written before checksums existed is migrated when it is adopted (see
+  :func:`csbench.lm.cache_files.adopt_legacy`): the column is added and its valid rows are
+  checksummed (trusted once; invalid ones are dropped), in one transaction.
+* A damaged file (``database disk image is malformed``, ``file is not a database``): this
+  process's own, or another writer's finished one, is moved aside to
+  ``<file>.corrupt-<timestamp>`` with a warning naming both paths (the process goes on with a
+  fresh file of its own); another writer's unfinished file that fails to read is skipped for the
+  job with a warning and left as it is (its writer may still be writing it).
 * ``refresh=True`` (config ``lm.refresh_cache``): nothing is read; everything is recomputed and
-  overwritten.
+  stored anew.
 """
 from __future__ import annotations
 
@@ -33,18 +40,17 @@ import math
 import os
 import sqlite3
 import threading
-import time
+import weakref
 from pathlib import Path
+
+from .cache_files import (CacheDir, Reader, Writer, adopt_legacy, file_id, is_corrupt,
+                          move_aside)
 
 log = logging.getLogger(__name__)
 
 # A log-probability read from a server may exceed 0 by rounding (a token of probability 1):
 # values in (0, LOGPROB_TOLERANCE] count as 0; anything larger is an error.
 LOGPROB_TOLERANCE = 1e-4
-
-# SQLite's primary result codes for a damaged file.
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
-
 
 # The version of an empty-context request's token ids (see :func:`request_fingerprint`).
 EMPTY_CONTEXT_VERSION = 2
@@ -124,147 +130,173 @@ def samples_checksum(model: str, req: str, texts_json: str) -> str:
     return hashlib.sha256(f"{model}\x1f{req}\x1f{texts_json}".encode("utf-8")).hexdigest()[:32]
 
 
-def is_corrupt(exc: BaseException) -> bool:
-    """Whether an SQLite error says the file is damaged (not locked, not busy)."""
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text
+def migrate(con, path) -> None:
+    """Add the checksum column to a file written before it existed: valid rows are checksummed
+    (trusted this once), invalid ones dropped; one transaction."""
+    def missing():
+        return [t for t in ("scores", "samples")
+                if "checksum" not in [r[1] for r in con.execute(f"PRAGMA table_info({t})")]]
+
+    if not missing():
+        return
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        todo = missing()
+        kept = dropped = 0
+        if "scores" in todo:
+            con.execute("ALTER TABLE scores ADD COLUMN checksum TEXT")
+            rows = con.execute("SELECT rowid, model, key, req, logprob, n_tokens FROM scores"
+                               ).fetchall()
+            for rowid, model, key, req, lp, n in rows:
+                if score_problem(lp, n) is None:
+                    con.execute("UPDATE scores SET checksum=? WHERE rowid=?",
+                                (score_checksum(model, key, req, lp, n), rowid))
+                    kept += 1
+                else:
+                    con.execute("DELETE FROM scores WHERE rowid=?", (rowid,))
+                    dropped += 1
+        if "samples" in todo:
+            con.execute("ALTER TABLE samples ADD COLUMN checksum TEXT")
+            rows = con.execute("SELECT rowid, model, req, texts FROM samples").fetchall()
+            for rowid, model, req, texts in rows:
+                if _texts_problem(texts) is None:
+                    con.execute("UPDATE samples SET checksum=? WHERE rowid=?",
+                                (samples_checksum(model, req, texts), rowid))
+                    kept += 1
+                else:
+                    con.execute("DELETE FROM samples WHERE rowid=?", (rowid,))
+                    dropped += 1
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    log.warning("LM cache %s was written before entries carried checksums: %d entries "
+                "checksummed as they are (trusted once), %d invalid ones dropped",
+                path, kept, dropped)
+
+
+_SCORE_SQL = "SELECT logprob, n_tokens, checksum FROM scores WHERE model=? AND key=? AND req=?"
+_SAMPLES_SQL = "SELECT texts, checksum FROM samples WHERE model=? AND req=?"
+
+
+def _close(writer: Writer, readers: dict) -> None:
+    writer.finish()
+    for r in readers.values():
+        if r is not None:
+            r.close()
+    readers.clear()
 
 
 class ScoreCache:
-    """SQLite cache of scores (and sampled texts) for one model key; safe to share between the
-    threads of one process (one connection, a lock). See the module docstring for integrity."""
+    """Scores (and sampled texts) of one model key: written to this process's own file, read
+    from every file of the model (:mod:`csbench.lm.cache_files`); safe to share between the
+    threads of one process (a lock). See the module docstring for integrity."""
 
-    def __init__(self, cache_dir: str | Path, model_key: str, refresh: bool = False):
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        self.path = Path(cache_dir) / f"lm-{model_key[:24]}.sqlite"
+    def __init__(self, cache_dir: str | Path | CacheDir, model_key: str, refresh: bool = False):
+        base = Path(cache_dir)
+        self.root = base / f"lm-{model_key[:24]}"
+        self.root.mkdir(parents=True, exist_ok=True)
         self.model_key = model_key
         self.refresh = bool(refresh)
         self.rejected = 0        # rows read back that failed their checksum or held invalid values
-        self.moved_aside: list[Path] = []   # corrupt files moved aside by this cache
+        self.moved_aside: list[Path] = []   # damaged files moved aside by this cache
+        self.skipped: dict[Path, str] = {}  # other writers' files not read, and why
         self._lock = threading.Lock()
-        self.con = None
-        self._ident = None
+        adopt_legacy(base, self.root, model_key, migrate)
+        self.writer = Writer(self.root, getattr(cache_dir, "job", None))
+        # writer id -> Reader of another writer's file (None: skipped), newest first once sorted
+        self._readers: dict[str, Reader | None] = {}
+        self._finalizer = weakref.finalize(self, _close, self.writer, self._readers)
+        if self.refresh:
+            log.warning("LM cache %s: lm.refresh_cache is set: no entry is read; every request "
+                        "is recomputed and stored anew", self.root)
+
+    @property
+    def path(self) -> Path:
+        """The file this process writes (created with the first entry)."""
+        return self.writer.path
+
+    def close(self) -> None:
+        """Finish this process's file (also done when the cache is collected or at exit)."""
+        self._finalizer()
+
+    # ------------------------------------------------------------------ reading
+    def _scan(self) -> list[Reader]:
+        """The other writers' files, newest first (new ones opened; each once per job)."""
         try:
-            self._connect()
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            wid = file_id(name)
+            if wid is None or wid == self.writer.id or wid in self._readers:
+                continue
+            try:
+                self._readers[wid] = Reader(self.root / name)
+            except sqlite3.OperationalError:
+                pass  # renamed (finished) or moved meanwhile: found under its new name later
+        return [self._readers[w] for w in sorted(self._readers, reverse=True)
+                if self._readers[w] is not None]
+
+    def _drop(self, reader: Reader, exc: sqlite3.DatabaseError) -> None:
+        """Stop reading a file that failed: a finished one that is damaged is moved aside; an
+        unfinished one (its writer may be writing it, on another host) is only skipped."""
+        self._readers[file_id(reader.path.name)] = None
+        reader.close()
+        if reader.finished and is_corrupt(exc):
+            dest = move_aside(reader.path, exc)
+            if dest is not None:
+                self.moved_aside.append(dest)
+            return
+        self.skipped[reader.path] = f"sqlite3.{type(exc).__name__}: {exc}"
+        log.warning("LM cache %s: not read by this job (sqlite3.%s: %s); its entries are "
+                    "recomputed where needed, the file is left as it is", reader.path,
+                    type(exc).__name__, exc)
+
+    def _own(self, fn):
+        """``fn(connection)`` on this process's file; a damaged file is moved aside and ``fn``
+        run once more on a fresh one."""
+        try:
+            return fn(self.writer.connect())
         except sqlite3.DatabaseError as exc:
             if not is_corrupt(exc):
                 raise
-            self._move_aside(exc)
-            self._connect()
-        if self.refresh:
-            log.warning("LM cache %s: lm.refresh_cache is set: no entry is read; every request "
-                        "is recomputed and its entry overwritten", self.path)
+            dest = move_aside(self.writer.path, exc)
+            if dest is not None:
+                self.moved_aside.append(dest)
+            self.writer.restart()
+            return fn(self.writer.connect())
 
-    # ------------------------------------------------------------------ file handling
-    def _connect(self) -> None:
-        con = sqlite3.connect(str(self.path), timeout=120, check_same_thread=False)
-        try:
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("CREATE TABLE IF NOT EXISTS scores (model TEXT, key TEXT, req TEXT, "
-                        "logprob REAL, n_tokens INTEGER, checksum TEXT, "
-                        "PRIMARY KEY (model, key, req))")
-            con.execute("CREATE TABLE IF NOT EXISTS samples (model TEXT, req TEXT, texts TEXT, "
-                        "checksum TEXT, PRIMARY KEY (model, req))")
-            con.commit()
-            self._migrate(con)
-        except BaseException:
-            con.close()
-            raise
-        self.con = con
-        st = os.stat(self.path)
-        self._ident = (st.st_dev, st.st_ino)
+    def _lookup(self, table: str, items: list, args) -> dict:
+        """The newest row of each item of ``table`` (``args(item)``: the query's arguments)
+        over this process's file, then the others newest first (a finished file is asked only
+        for the items its index holds)."""
+        sql = _SCORE_SQL if table == "scores" else _SAMPLES_SQL
+        found: dict = {}
+        todo = list(dict.fromkeys(items))
 
-    def _migrate(self, con) -> None:
-        """Add the checksum column to a file written before it existed: valid rows are
-        checksummed (trusted this once), invalid ones dropped; one transaction."""
-        def missing():
-            return [t for t in ("scores", "samples")
-                    if "checksum" not in [r[1] for r in con.execute(f"PRAGMA table_info({t})")]]
+        def ask(con_query, index=None):
+            nonlocal todo
+            left = []
+            for it in todo:
+                rows = con_query(sql, args(it)) if index is None or hash(it) in index else None
+                if rows:
+                    found[it] = rows[0]
+                else:
+                    left.append(it)
+            todo = left
 
-        if not missing():
-            return
-        con.execute("BEGIN IMMEDIATE")  # another job may be migrating the same file
-        try:
-            todo = missing()
-            kept = dropped = 0
-            if "scores" in todo:
-                con.execute("ALTER TABLE scores ADD COLUMN checksum TEXT")
-                rows = con.execute("SELECT rowid, model, key, req, logprob, n_tokens FROM scores"
-                                   ).fetchall()
-                for rowid, model, key, req, lp, n in rows:
-                    if score_problem(lp, n) is None:
-                        con.execute("UPDATE scores SET checksum=? WHERE rowid=?",
-                                    (score_checksum(model, key, req, lp, n), rowid))
-                        kept += 1
-                    else:
-                        con.execute("DELETE FROM scores WHERE rowid=?", (rowid,))
-                        dropped += 1
-            if "samples" in todo:
-                con.execute("ALTER TABLE samples ADD COLUMN checksum TEXT")
-                rows = con.execute("SELECT rowid, model, req, texts FROM samples").fetchall()
-                for rowid, model, req, texts in rows:
-                    if _texts_problem(texts) is None:
-                        con.execute("UPDATE samples SET checksum=? WHERE rowid=?",
-                                    (samples_checksum(model, req, texts), rowid))
-                        kept += 1
-                    else:
-                        con.execute("DELETE FROM samples WHERE rowid=?", (rowid,))
-                        dropped += 1
-            con.commit()
-        except BaseException:
-            con.rollback()
-            raise
-        log.warning("LM cache %s was written before entries carried checksums: %d entries "
-                    "checksummed as they are (trusted once), %d invalid ones dropped",
-                    self.path, kept, dropped)
-
-    def _move_aside(self, exc: BaseException) -> None:
-        """Rename the damaged file (and its WAL) to ``<file>.corrupt-<timestamp>``, unless
-        another job already replaced it."""
-        if self.con is not None:
+        if self.writer.con is not None:
+            self._own(lambda con: ask(lambda q, a: con.execute(q, a).fetchall()))
+        for reader in self._scan():
+            if not todo:
+                break
             try:
-                self.con.close()
-            except sqlite3.Error:
-                pass
-            self.con = None
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return
-        if self._ident is not None and (st.st_dev, st.st_ino) != self._ident:
-            log.warning("LM cache %s: the file this job opened was damaged (%s) and has already "
-                        "been replaced; reopening", self.path, exc)
-            return
-        dest = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
-        if dest.exists():
-            dest = dest.with_name(f"{dest.name}-{os.getpid()}")
-        os.replace(self.path, dest)
-        for suffix in ("-wal", "-shm"):
-            side = Path(f"{self.path}{suffix}")
-            if side.exists():
-                os.replace(side, Path(f"{dest}{suffix}"))
-        self.moved_aside.append(dest)
-        log.warning("LM cache %s is damaged (sqlite3.%s: %s): moved aside to %s; a fresh cache "
-                    "is used (its entries are recomputed)", self.path, type(exc).__name__, exc,
-                    dest.name)
-
-    def _run(self, fn):
-        """``fn(connection)`` under the lock; a damaged file is moved aside and ``fn`` run once
-        more on a fresh one."""
-        with self._lock:
-            try:
-                return fn(self.con)
+                ask(reader.query, reader.index(table, self.model_key, len(todo)))
             except sqlite3.DatabaseError as exc:
-                if not is_corrupt(exc):
-                    raise
-                self._move_aside(exc)
-                self._connect()
-                return fn(self.con)
+                self._drop(reader, exc)
+                todo = [it for it in todo if it not in found]  # what it answered before failing
+        return found
 
     def _reject(self, what: list[tuple[str, str]]) -> None:
         if not what:
@@ -273,26 +305,20 @@ class ScoreCache:
         reasons: dict[str, int] = {}
         for _, why in what:
             reasons[why] = reasons.get(why, 0) + 1
-        log.warning("LM cache %s: %d entries not used (%s; e.g. %s): recomputed and overwritten",
-                    self.path, len(what), ", ".join(f"{k}: {v}" for k, v in reasons.items()),
+        log.warning("LM cache %s: %d entries not used (%s; e.g. %s): recomputed and stored anew",
+                    self.root, len(what), ", ".join(f"{k}: {v}" for k, v in reasons.items()),
                     what[0][0])
 
     # ------------------------------------------------------------------ scores
     def get(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int]]:
-        """The valid cached scores of (key, request hash) pairs (nothing with ``refresh``)."""
+        """The valid cached scores of (key, request hash) pairs (nothing with ``refresh``): the
+        newest entry of each pair decides."""
         if self.refresh:
             return {}
-
-        def read(con):
-            return [con.execute("SELECT logprob, n_tokens, checksum FROM scores WHERE model=? "
-                                "AND key=? AND req=?", (self.model_key, key, req)).fetchone()
-                    for key, req in pairs]
-
+        with self._lock:
+            rows = self._lookup("scores", pairs, lambda p: (self.model_key, *p))
         out, bad = {}, []
-        for (key, req), row in zip(pairs, self._run(read)):
-            if row is None:
-                continue
-            lp, n, checksum = row
+        for (key, req), (lp, n, checksum) in rows.items():
             why = score_problem(lp, n)
             if why is None and checksum != score_checksum(self.model_key, key, req, lp, n):
                 why = "checksum mismatch" if checksum else "no checksum"
@@ -321,7 +347,8 @@ class ScoreCache:
                 con.executemany("INSERT OR REPLACE INTO scores (model, key, req, logprob, "
                                 "n_tokens, checksum) VALUES (?,?,?,?,?,?)", rows)
 
-        self._run(write)
+        with self._lock:
+            self._own(write)
 
     # ------------------------------------------------------------------ samples
     def get_samples(self, req: str, with_cut: bool = False):
@@ -329,9 +356,8 @@ class ScoreCache:
         ``cut`` None for a row stored without the flags."""
         if self.refresh:
             return None
-        row = self._run(lambda con: con.execute(
-            "SELECT texts, checksum FROM samples WHERE model=? AND req=?",
-            (self.model_key, req)).fetchone())
+        with self._lock:
+            row = self._lookup("samples", [req], lambda r: (self.model_key, r)).get(req)
         if row is None:
             return None
         texts, checksum = row
@@ -360,7 +386,8 @@ class ScoreCache:
                 con.execute("INSERT OR REPLACE INTO samples (model, req, texts, checksum) "
                             "VALUES (?,?,?,?)", (self.model_key, req, blob, checksum))
 
-        self._run(write)
+        with self._lock:
+            self._own(write)
 
 
 def _texts_problem(texts) -> str | None:
