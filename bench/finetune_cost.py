@@ -29,7 +29,11 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=45 * 60)
     a = ap.parse_args()
 
+    import logging
+
     import torch
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from csbench.config import default
     from csbench.data.protoqa import read_finetune_text

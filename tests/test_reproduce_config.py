@@ -66,3 +66,27 @@ def test_reproduce_dry_run_plans_every_task(tmp_path):
                     "audit_run": "2", "qads_finetune_fold": "2", "results": "1"}.items():
         assert stats.get(rule) == n, (rule, stats)
     assert "twentyq_split" not in stats and "twentyq_clean" not in stats  # no 20Q raw data
+
+
+def test_the_finetune_overlay_adds_the_protoqa_finetuned_arm():
+    """config/reproduce-finetune.yaml over reproduce.yaml: SmolLM2-135M fine-tuned on a seeded
+    subset of the ProtoQA GPT-2 text, sampled beside the zero-shot models and scored by no other
+    task."""
+    from csbench.config import SCHEMA, validate
+    from csbench.finetune import settings
+    from csbench.modelspec import check_config_models
+
+    rep, overlay = load("reproduce.yaml"), load("reproduce-finetune.yaml")
+    cfg = {**rep, "models": {**rep["models"], "lm": {**rep["models"]["lm"],
+                                                      **overlay["models"]["lm"]}},
+           "finetune": overlay["finetune"]}
+    cfg = validate(cfg, SCHEMA)
+    name = "smollm2-135m-protoqa-ft"
+    assert check_config_models(cfg)[name].kind == "finetune"
+    s = settings(cfg, name)
+    assert (s["base"], s["data"], s["epochs"], s["batch"], s["grad_accum"]) == (
+        "smollm2-135m", "protoqa/finetune_train", 1, 1, 8)
+    assert 0 < s["fraction"] < 1
+    zero_shot = list(rep["models"]["lm"])
+    assert overlay["protoqa"]["generation"]["models"] == zero_shot + [name]
+    assert overlay["winowhat"]["models"] == overlay["twentyq"]["scoring"]["models"] == zero_shot

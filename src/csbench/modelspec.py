@@ -322,16 +322,23 @@ SERVED_KEYS = {"base_url": "the API root, e.g. http://127.0.0.1:8000/v1",
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _sole_mapping(m: dict, key: str, where: str, expected: str) -> tuple[dict, str]:
+    """The mapping under ``key``, the only key of the spec ``m`` (prompt-format keys removed),
+    and its config path; anything else is a ConfigError naming what was expected."""
+    if set(m) != {key}:
+        article = "an" if key[0] in "aeiou" else "a"
+        raise ConfigError(f"model spec {where}: {article} '{key}' spec takes no other key "
+                          f"(got {sorted(set(m) - {key})})")
+    w = f"{where}.{key}"
+    if not isinstance(m[key], dict):
+        raise ConfigError(f"model spec {w}: expected a mapping with {expected}")
+    return m[key], w
+
+
 def _parse_served(m, where: str, base: Path) -> ModelSpec:
     """``{openai: {base_url, model, api_key_env?, empty_context?, tokenizer?}}``: a served
     model."""
-    if set(m) != {"openai"}:
-        raise ConfigError(f"model spec {where}: an 'openai' spec takes no other key "
-                          f"(got {sorted(set(m) - {'openai'})})")
-    o = m["openai"]
-    w = f"{where}.openai"
-    if not isinstance(o, dict):
-        raise ConfigError(f"model spec {w}: expected a mapping with {sorted(SERVED_KEYS)}")
+    o, w = _sole_mapping(m, "openai", where, f"{sorted(SERVED_KEYS)}")
     if "api_key" in o:
         raise ConfigError(f"model spec {w}: never put a key in the config: put it in an "
                           "environment variable and name that variable in api_key_env")
@@ -401,14 +408,8 @@ def without_prompt_keys(spec):
 def _parse_finetune(m: dict, where: str) -> ModelSpec:
     """``{finetune: {base, data, dev?, <training settings>}}``: checked here, the base entry by
     :func:`lm_spec` (it must be another ``models.lm`` entry with weights)."""
-    if set(m) != {"finetune"}:
-        raise ConfigError(f"model spec {where}: a 'finetune' spec takes only "
-                          f"{', '.join(PROMPT_KEYS)} besides (got {sorted(set(m) - {'finetune'})})")
-    f = m["finetune"]
-    w = f"{where}.finetune"
-    if not isinstance(f, dict):
-        raise ConfigError(f"model spec {w}: expected a mapping with base, data and training "
-                          f"settings ({', '.join(FINETUNE_SETTINGS)})")
+    f, w = _sole_mapping(m, "finetune", where, "base, data and training settings "
+                         f"({', '.join(FINETUNE_SETTINGS)})")
     unknown = set(f) - {"base", "data", "dev"} - set(FINETUNE_SETTINGS)
     if unknown:
         raise ConfigError(f"model spec {w}: unknown key(s) {sorted(unknown)}; allowed: base, "
