@@ -2,15 +2,18 @@
 so, every published anchor has a source, and two runs on the same tables give identical files."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import jsonschema
 import pandas as pd
 import pytest
 
 from csbench import results as R
 from csbench.errors import InputError
 from csbench.protoqa.report import PQ_METRICS
-from csbench.twentyq.prompts import VARIANTS
+from csbench.record import validate
+from csbench.twentyq.prompts import PROMPTED
 
 REPO = Path(__file__).resolve().parents[1]
 ANCHORS = REPO / "resources" / "published_anchors.tsv"
@@ -68,7 +71,7 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
            "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
            "ci_level": 0.95}
     tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
-           **cal, **prov} for m in ("m1", "m2") for v in VARIANTS]
+           **cal, **prov} for m in ("m1", "m2") for v in PROMPTED]
     audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
               "normalised_duplicate_pairs": 0, "test_items_with_duplicate": 1, "top1_mean": 0.5,
               "top1_q50": 0.5, "top1_q90": 0.7, "top1_q99": 0.9, "top1_max": 1.0, "pct_top1_ge_0.8": 20.0,
@@ -76,7 +79,8 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     wsd = [{"method": m, "dataset": d, "precision": 0.5, "recall": 0.5, "f1": 0.5, "n": 7, "attempted": 7,
             "correct": 3} for m in ("first_sense", "enhanced_lesk") for d in ("ALL", "senseval2")]
     ft = [{"model": "qa", "fold": f, "split": "finetuned", "questions": q, "exact": 40.0, "f1": 50.0 - i,
-           "HasAns_exact": 30.0, "HasAns_f1": 45.0 - 3 * i, "NoAns_exact": 60.0, "n": 100, **qa_prov}
+           "HasAns_exact": 30.0, "HasAns_f1": 45.0 - 3 * i, "NoAns_exact": 60.0, "n": 100,
+           "HasAns_n": 40, "NoAns_n": 60, **qa_prov}
           for f in ("0", "pooled") for i, q in enumerate(("original", "one", "all"))]
     by_dom = [{"model": "qa", "split": "finetuned", "questions": q, "domain": d, "articles": k,
                "titles": "A, B"[: 1 + 3 * (k - 1)], "exact": 40.0, "f1": 50.0, "HasAns_exact": 30.0,
@@ -85,6 +89,10 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     eff = [{"model": "m1", "dataset": "winogrande_dev", "variant": "orig", "benchmark": "winogrande_dev",
             "corpus": "web", "method": "exact", "n_contaminated": 3, "n_clean": 20, "acc_contaminated": 0.6,
             "acc_clean": 0.5, "difference": 0.1, "u": 33.0, "p_value": 0.3, "random_model": False}]
+    (r / "winowhat").mkdir(parents=True, exist_ok=True)  # the gold labels: majority class
+    pd.DataFrame({"dataset": ["winogrande_dev"] * 5 + ["wsc"] * 2, "label": [1, 1, 2, 1, None, 2, 2],
+                  "variant": ["orig", "orig", "orig", "transf", "transf", "orig", "orig"]}) \
+        .to_parquet(r / "winowhat" / "items.parquet")
     qa_scores = r / "qads" / "qa_scores.tsv"
     qa_scores.parent.mkdir(parents=True, exist_ok=True)
     qa_scores.write_text("\n")  # no pretrained QA model configured: an empty table
@@ -110,7 +118,8 @@ def run_build(root: Path, targets: dict[str, list[str]], configured: list[str], 
     planned = R.planned(targets)
     outputs = {k: str(out / "summary" / name) for k, name in planned.items()}
     tables = {t: R.inputs_of(t, ts) for t, ts in targets.items()}
-    R.build(tables, configured + ["results"], ANCHORS, out / "RESULTS.md", outputs)
+    R.build(tables, configured + ["results"], ANCHORS, out / "RESULTS.md", outputs,
+            json_path=out / "results.json", config={"tasks": configured}, commit="0123abc")
     return outputs
 
 
@@ -244,3 +253,41 @@ def test_tasks_not_configured_are_skipped_with_a_line(tmp_path):
     assert "Skipped: `qads` is not in this run's `tasks`" in md
     assert "No corpus is configured" in md
     assert set(outputs) == {"winowhat_accuracy", "winowhat_categories", "paraphrase_effect"}
+
+
+def test_findings_come_first_and_results_json_holds_every_shown_number(tmp_path):
+    targets = result_tables(tmp_path / "run")
+    run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "a")
+    md = (tmp_path / "a" / "RESULTS.md").read_text()
+    assert md.index("## Findings") < md.index("## WinoWhat")
+    findings = md[md.index("## Findings"):md.index("## WinoWhat")]
+    assert "| 20Q | fine-tuning beats prompting (F1) | every model, CSQA2 dev |" in findings
+    assert "**not run** (no fine-tuned arm in this run: prompting only)" in findings
+    # m2's originals (52.0 [47.0, 57.0]) do not beat the majority class of the gold labels (2/3)
+    assert "at the trivial baseline: original accuracy 47.0 (interval low) ≤ majority class 66.7" \
+        in findings
+    # the trivial baselines as rows of the task tables, from the gold labels
+    assert "| *majority class* (trivial baseline) | 66.7 | 100.0 | – |" in md
+    assert "| *always no answer* (trivial baseline) | – | original | 100 | 60.0 | 60.0 | 0.0 | 0.0 " \
+        "| 100.0 | – | – |" in md
+    rec = json.loads((tmp_path / "a" / "results.json").read_text())
+    validate(rec)
+    assert rec["git_commit"] == "0123abc" and rec["config"] == {"tasks": list(R.TASK_ORDER)}
+    assert rec["packages"]["pandas"] == pd.__version__
+    ww = rec["sections"]["winowhat"]["tables"]["winowhat_accuracy"]
+    assert [r["wg_orig_acc"] for r in ww] == [0.62, 0.52] and ww[0]["wg_orig_ci_low"] == 0.57
+    assert {f["verdict"] for f in rec["findings"]} <= {"reproduced", "not reproduced", "inconclusive",
+                                                       "not run"}
+    m1 = [m for m in rec["models"] if m["model"] == "m1" and m["table"] == "WinoWhat"]
+    assert m1 and m1[0]["model_sha256"] == "ab"
+    bad = dict(rec, findings=[dict(rec["findings"][0], verdict="maybe")])
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad)
+
+
+def test_a_task_without_tables_says_why_its_findings_were_not_run(tmp_path):
+    targets = result_tables(tmp_path / "run")
+    run_build(tmp_path, {"winowhat": targets["winowhat"]}, ["winowhat"], tmp_path / "o")
+    md = (tmp_path / "o" / "RESULTS.md").read_text()
+    assert "| QADS | (every finding from `qads`) |  | – | – | – | **not run** (`qads` is not in " \
+        "this run's `tasks`) |" in md

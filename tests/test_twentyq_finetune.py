@@ -143,7 +143,9 @@ def test_results_show_the_fine_tuned_arm_in_table5_layout_and_the_admission_coun
         .to_csv(counts, sep="\t", index=False)
     ins = report.inputs([str(metrics_path), str(counts)])
     outs = {k: str(tmp_path / v) for k, v in report.planned(ins).items()}
-    sec = report.section(ins, outs, {}, pd.DataFrame())
+    from csbench import results as R
+
+    sec = report.section(ins, outs, {}, R.read_anchors("resources/published_anchors.tsv"))
     assert "Table 5 layout" in sec.markdown and "| csqa2 | lexical | 2541 | 803 | 8461 | 91.3 |" in sec.markdown
     assert "fine-tuned with / without topic" in sec.markdown
 
@@ -164,3 +166,46 @@ def test_qads_arm_rows_are_labelled_beside_the_plain_run(tmp_path):
     assert sorted(set(q["training"])) == ["fine-tuned (article folds)",
                                           "fine-tuned (article folds) + QADS-one training questions"]
     assert (q["f1_minus_original"].fillna(0) == 0).all()  # each run against its own original row
+
+
+def test_the_fine_tuning_finding_compares_the_fine_tuned_model_with_its_base_prompted(tmp_path):
+    from csbench import results as R
+    from csbench.twentyq import report
+
+    rows = [{"model": m, "variant": v, "n": 100, "f1": f1, "accuracy": 0.5, "nll": 0.69,
+             "pct_pred_yes": 50.0, "auroc": 0.6, "model_source": src, "f1_ci_low": f1 - 0.05,
+             "f1_ci_high": f1 + 0.05, "gold_yes_share": 0.45, **CAL}
+            for m, src, vs in (("lm", "gguf:x", (("zero_shot", 0.30), ("few_shot", 0.35))),
+                               ("lm-ft", "finetune:lm=gguf:x on twentyq_ft/csqa2",
+                                (("fine_tuned", 0.70), ("fine_tuned_no_topic", 0.50))))
+            for v, f1 in vs]
+    path = tmp_path / "twentyq" / "csqa2" / "metrics.tsv"
+    path.parent.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+    t = report.twentyq_table([str(path)])
+    got = report.findings(t, None, R.read_anchors("resources/published_anchors.tsv"))
+    ft = [f for f in got if f.claim == "fine-tuning beats prompting (F1)"]
+    assert len(ft) == 1 and ft[0].system.startswith("lm-ft vs lm prompted")
+    assert ft[0].verdict != "not run" and ft[0].effect == pytest.approx(35.0)  # 70 vs few-shot 35
+    topic = [f for f in got if f.claim == "removing the topic lowers F1" and f.system.startswith("lm-ft")]
+    assert topic and topic[0].effect == pytest.approx(20.0)
+
+
+def test_the_qads_recovery_finding_reads_the_arm_beside_the_plain_folds(tmp_path):
+    from csbench import results as R
+    from csbench.qads import report
+
+    def table(name, trained_on, f1s):
+        path = tmp_path / name
+        pd.DataFrame([{"model": "qa", "trained_on": trained_on, "fold": "pooled", "split": "finetuned",
+                       "questions": q, "exact": 40.0, "f1": f1, "HasAns_exact": 30.0,
+                       "HasAns_f1": 45.0, "NoAns_exact": 60.0, "n": 10}
+                      for q, f1 in zip(("original", "one"), f1s)]).to_csv(path, sep="\t", index=False)
+        return str(path)
+
+    q = report.qads_qa_table([], [table("qa.squad-by-article.tsv", "squad", (50.0, 40.0)),
+                                  table("qa.squad-by-article+one.tsv", "squad + one", (50.0, 48.0))])
+    got = report.findings(q, pd.DataFrame(), R.read_anchors("resources/published_anchors.tsv"))
+    rec = [f for f in got if f.claim == "fine-tuning on QADS recovers little"]
+    assert len(rec) == 1 and "without → with QADS-one" in rec[0].system
+    assert "40.0 → 48.0 of 50.0" in rec[0].ours  # 80% of the drop recovered

@@ -20,8 +20,10 @@ from pathlib import Path
 import pandas as pd
 
 from .contamination import report as contamination
+from .findings import NOT_RUN, PAPERS, Finding, findings_markdown
 from .protoqa import report as protoqa
 from .qads import report as qads
+from .record import build_record, write_record
 from .sections import Section, markdown_table
 from .twentyq import report as twentyq
 from .winowhat import report as winowhat
@@ -141,11 +143,11 @@ MODEL_COLUMNS = {"model_source": "source", "model_quant": "quantisation",
                  "system_instruction": "system instruction"}
 
 
-def models_markdown(tables: list[tuple[str, pd.DataFrame]]) -> str:
+def models_table(tables: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
     """One row per model and table (``(label, table)`` pairs; a ``table`` column, where a table
-    has one, labels its rows): where the weights came from, what computed the table and, for a
-    causal LM's, in which prompt format. A table written before csbench recorded the compute
-    device and dtype says so."""
+    has one, labels its rows): where the weights came from (and their hash), what computed the
+    table and, for a causal LM's, in which prompt format. A table written before csbench
+    recorded the compute device and dtype says so."""
     rows = []
     for label, f in tables:
         if f.empty or "model" not in f:
@@ -156,11 +158,18 @@ def models_markdown(tables: list[tuple[str, pd.DataFrame]]) -> str:
         for c in ("compute_device", "compute_dtype"):
             if c not in d:
                 d[c] = "not recorded"
-        rows.append(d.reindex(columns=["model", "table", *MODEL_COLUMNS]))
+        rows.append(d.reindex(columns=["model", "table", *MODEL_COLUMNS, "model_sha256"]))
     if not rows:
-        return ""
+        return pd.DataFrame()
     df = pd.concat(rows, ignore_index=True).astype(object).fillna("").astype(str).drop_duplicates()
-    df = df.sort_values("model", kind="stable")
+    return df.sort_values("model", kind="stable")
+
+
+def models_markdown(df: pd.DataFrame) -> str:
+    """The Models table of :func:`models_table` (without the weights' hash)."""
+    if df.empty:
+        return ""
+    df = df.drop(columns="model_sha256").drop_duplicates()
     return ("Models behind the tables, from their provenance columns: where the weights came from, "
             "what computed each table and a causal LM's prompt format (`raw` or `chat`: its chat "
             "template; one set of weights in two formats is two model names) "
@@ -173,8 +182,10 @@ def models_markdown(tables: list[tuple[str, pd.DataFrame]]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchors_path,
-          markdown_path, outputs: dict[str, str], log=None) -> dict[str, Section]:
-    """Write RESULTS.md and the planned summary files; return the sections by task.
+          markdown_path, outputs: dict[str, str], log=None, json_path=None, config=None,
+          commit=None) -> dict[str, Section]:
+    """Write RESULTS.md, the planned summary files and, given ``json_path``, results.json (with
+    ``config`` and the git ``commit``); return the sections by task.
 
     ``tables``: task -> role -> result table paths (:func:`inputs_of`); ``configured``: the tasks
     of the run's config; ``outputs``: summary key -> path (:func:`planned`, made absolute).
@@ -186,6 +197,7 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
     links = {k: Path(v).resolve().relative_to(md_dir).as_posix()
              if Path(v).resolve().is_relative_to(md_dir) else str(v) for k, v in outputs.items()}
     sections: dict[str, Section] = {}
+    skipped: list[Finding] = []
     out = ["# csbench results", "",
            "Built by the `results` rule from the result tables of this run only: every number below is "
            "read from a table under `results/`, except the rows labelled **published**, which come from "
@@ -195,6 +207,8 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
         out += ["", f"## {mod.TITLE}", ""]
         if task not in configured:
             out.append(f"Skipped: `{task}` is not in this run's `tasks`, so it has no result tables.")
+            skipped.append(Finding(mod.PAPER, f"(every finding from `{task}`)", verdict=NOT_RUN,
+                                   why=f"`{task}` is not in this run's `tasks`"))
             continue
         sec = mod.section(tables.get(task, {}), outputs, links, anchors)
         sections[task] = sec
@@ -202,9 +216,17 @@ def build(tables: dict[str, dict[str, list[str]]], configured: list[str], anchor
         anchor_md = anchors_markdown(anchors, task)
         if anchor_md:
             out += ["", anchor_md]
-    models = models_markdown([m for sec in sections.values() for m in sec.models])
+    model_rows = models_table([m for sec in sections.values() for m in sec.models])
+    models = models_markdown(model_rows)
     if models:
         out += ["", "## Models", "", models]
+    found = sorted([f for sec in sections.values() for f in sec.findings] + skipped,
+                   key=lambda f: PAPERS.index(f.paper) if f.paper in PAPERS else len(PAPERS))
+    if found:  # first, right under the introduction
+        out[3:3] = ["", "## Findings", "", findings_markdown(found)]
+    if json_path is not None:
+        write_record(build_record(sections, found, anchors, model_rows, configured, config, commit),
+                     json_path)
     with atomic_open(markdown_path) as fh:
         fh.write("\n".join(out).rstrip() + "\n")
     if log is not None:

@@ -1,5 +1,6 @@
-# RESULTS.md: the headline numbers of every task in `tasks`, read from the result tables those
-# tasks register (register_targets), next to the published anchors of resources/published_anchors.tsv.
+# RESULTS.md (and results.json, its numbers machine-readable): the headline numbers of every task
+# in `tasks`, read from the result tables those tasks register (register_targets), next to the
+# published anchors of resources/published_anchors.tsv.
 # Included last: it reads the other tasks' registered targets at parse time.
 import csbench.results as _res
 
@@ -14,10 +15,14 @@ RESULTS_PLANNED = _res.planned(RESULTS_TARGETS)
 
 rule results:
     input:
-        unpack(lambda wc: {t: [p for p in ts if p.endswith(".tsv")] for t, ts in RESULTS_TARGETS.items()}),
+        # every table a task registered, and whatever else its report reads (e.g. gold labels)
+        unpack(lambda wc: {t: sorted({p for p in ts if p.endswith(".tsv")}
+                                     | {p for ps in _res.inputs_of(t, ts).values() for p in ps})
+                           for t, ts in RESULTS_TARGETS.items()}),
         anchors=RESULTS_ANCHORS,
     output:
         markdown=report(f"{RESULTS_DIR}/RESULTS.md", caption="../report/results.rst", category="Results"),
+        json=f"{RESULTS_DIR}/results.json",
         summary=[report(f"{RESULTS_SUMMARY}/{name}", caption=f"../report/results_{key}.rst",
                         category="Results") for key, name in RESULTS_PLANNED.items()],
     params:
@@ -36,4 +41,4 @@ rule results:
         "../scripts/results.py"
 
 
-register_targets("results", lambda: [f"{RESULTS_DIR}/RESULTS.md"])
+register_targets("results", lambda: [f"{RESULTS_DIR}/RESULTS.md", f"{RESULTS_DIR}/results.json"])

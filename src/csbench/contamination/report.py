@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..findings import Finding, anchor, judge, points
 from ..sections import Section, markdown_table, num, pct, pval, read_table, select, write_summary
 
 TITLE = "Contamination: does it help?"
+PAPER = "WinoWhat"  # whose findings this section checks
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
@@ -22,13 +24,14 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
             anchors: pd.DataFrame) -> Section:
     if not (ins.get("effect") or ins.get("summary")):
         return Section("No corpus is configured (`contamination.corpora` is empty), so nothing was "
-                       "scanned and there is no effect table.")
+                       "scanned and there is no effect table.", findings=findings(pd.DataFrame(), anchors))
     e = read_table(ins["effect"][0]) if ins.get("effect") else pd.DataFrame()
     s = read_table(ins["summary"][0]) if ins.get("summary") else pd.DataFrame()
     if "contamination_effect" in outputs:
         write_summary(e, outputs["contamination_effect"])
     return Section(contamination_markdown(e, s),
-                   tables={"contamination_effect": e, "contamination_summary": s})
+                   tables={"contamination_effect": e, "contamination_summary": s},
+                   findings=findings(e, anchors))
 
 
 def contamination_markdown(effect: pd.DataFrame, summary: pd.DataFrame) -> str:
@@ -52,3 +55,34 @@ def contamination_markdown(effect: pd.DataFrame, summary: pd.DataFrame) -> str:
                   markdown_table(show)]
     return "\n\n".join(parts)
 
+
+
+def findings(effect: pd.DataFrame, anchors) -> list[Finding]:
+    """WinoWhat's memorisation check (its Section 4.2): contaminated WinoGrande items are not
+    scored significantly better than clean ones (one-sided Mann-Whitney U). One row per model, on
+    the original items: every corpus x method test with contaminated items, the smallest p
+    deciding (uncorrected, so a difference anywhere counts against the paper's null finding)."""
+    lo = anchor(anchors, "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-min")
+    hi = anchor(anchors, "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-max")
+    paper = f"p {points(lo, 3)} to {points(hi, 3)} (LLaMA 1 models, Section 4.2)"
+    ids = ["winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-min",
+           "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-max"]
+    claim = "memorisation: contaminated items are not scored better"
+    e = effect[(effect["variant"] == "orig") & (effect["n_contaminated"] > 0)] if not effect.empty \
+        else effect
+    if e.empty:
+        why = ("no contamination effect table (no corpus scanned)" if effect.empty else
+               "no original item was found in any corpus")
+        return [Finding("WinoWhat", claim, paper, verdict="not run", why=why, anchors=ids)]
+    out = []
+    for model, g in e.groupby("model", sort=True):
+        r = g.loc[g["p_value"].idxmin()]
+        f = Finding("WinoWhat", claim, paper, system=f"{model}, {r['benchmark']} originals",
+                    metric="accuracy", anchors=ids, effect=100 * r["difference"],
+                    n=r["n_contaminated"] + r["n_clean"], baseline="–")
+        f.ours = (f"{len(g)} corpus × method tests; smallest p {pval(r['p_value'])} ({r['corpus']}, "
+                  f"{r['method']}: contaminated {pct(r['acc_contaminated'])} vs clean "
+                  f"{pct(r['acc_clean'])}, n {int(r['n_contaminated'])} / {int(r['n_clean'])})")
+        f.verdict, f.why = judge(f.effect, null_claim=True, significant=bool(r["p_value"] < 0.05))
+        out.append(f)
+    return out

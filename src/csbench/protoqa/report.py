@@ -7,10 +7,12 @@ import math
 
 import pandas as pd
 
+from ..findings import Finding, anchor, judge, points
 from ..sections import Section, markdown_table, pct, read_table, select, write_summary
 from . import SAMPLING_ROWS
 
 TITLE = "ProtoQA: ranked answer lists"
+PAPER = "ProtoQA"  # whose findings this section checks
 PQ_METRICS = ("max_answers@1", "max_answers@3", "max_answers@5", "max_answers@10",
               "max_incorrect@1", "max_incorrect@3", "max_incorrect@5")
 MODEL_ROWS = ("model_source", "model_quant", "random_model", "compute_device", "compute_dtype",
@@ -28,7 +30,7 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
             anchors: pd.DataFrame) -> Section:
     if not ins.get("summary"):
-        return Section("")
+        return Section("", findings=findings(pd.DataFrame(), anchors))
     summary = read_table(ins["summary"][0])
     t = protoqa_table(summary)
     write_summary(t, outputs["protoqa"])
@@ -38,7 +40,8 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     if sampling_md:
         body.append(sampling_md)
     return Section("\n\n".join(body), tables={"protoqa": t, "protoqa_sampling": sampling},
-                   models=[("ProtoQA sampling", protoqa_models(summary))])
+                   models=[("ProtoQA sampling", protoqa_models(summary))],
+                   findings=findings(t, anchors))
 
 
 def _system_label(name: str) -> str:
@@ -142,3 +145,45 @@ def protoqa_markdown(table: pd.DataFrame) -> str:
         parts += [f"**{sim} matching**", markdown_table(show)]
     return "\n\n".join(parts)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# findings
+
+def findings(t: pd.DataFrame, anchors) -> list[Finding]:
+    """Human > fine-tuned GPT-2 > a zero-shot LM on Max Answers@10 (the release's prediction
+    files beside each sampling baseline), and the evaluator's agreement with manual clusters
+    (not measured by csbench)."""
+    sim = "wordnet" if not t.empty and (t["similarity"] == "wordnet").any() else "exact"
+    a = lambda s: anchor(anchors, f"protoqa.t3.{s}.test.{sim}-max-answers-10")  # noqa: E731
+    ids = [f"protoqa.t3.{s}.test.{sim}-max-answers-10" for s in ("human", "gpt2-finetuned", "gpt2")]
+    paper = (f"{points(a('human'))} > {points(a('gpt2-finetuned'))} > {points(a('gpt2'))} "
+             f"(human > GPT-2 fine-tuned > GPT-2, {sim} Max Answers@10, test, Table 3)")
+    claim = "human > fine-tuned > zero-shot (Max Answers@10)"
+    agree = anchor(anchors, "protoqa.t4.wordnet-similarity.vs-manual-clusters.f1")
+    out = []
+    if t.empty:
+        out.append(Finding("ProtoQA", claim, paper, verdict="not run", why="no summary table",
+                           anchors=ids))
+    else:
+        d = t[t["similarity"] == sim].set_index("system")["max_answers@10"] * 100
+        gens = [s for s in d.index if s.startswith("gen-")]
+        for gen in gens or [None]:
+            f = Finding("ProtoQA", claim, paper, system=f"{sim} matching, dev" + (
+                f", {gen[4:]} zero-shot" if gen else ""), metric="Max Answers@10",
+                baseline="– (no trivial ranked list is scored)", anchors=ids)
+            if gen is None or "human" not in d or "gpt2finetuned" not in d:
+                f.verdict, f.why = judge(missing="needs the human and fine-tuned prediction files "
+                                         "and a sampling baseline")
+            else:
+                h, ft, zs = d["human"], d["gpt2finetuned"], d[gen]
+                f.ours = f"{points(h)} > {points(ft)} > {points(zs)}"
+                f.effect = min(h - ft, ft - zs)  # both gaps in the paper's direction
+                f.verdict, f.why = judge(f.effect)
+            out.append(f)
+    out.append(Finding("ProtoQA", "the WordNet matcher agrees with manual answer clusters",
+                       f"F1 {points(agree / 100, 3)} (Table 4)" if agree == agree else "– (Table 4)",
+                       verdict="not run", why="csbench has no manually clustered answers to "
+                       "measure the matchers against",
+                       anchors=["protoqa.t4.wordnet-similarity.vs-manual-clusters.f1"]))
+    return out

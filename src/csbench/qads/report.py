@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..sections import (Section, markdown_table, num, pct, random_note, read_table, select,
+from ..findings import Finding, anchor, at_baseline, effect_text, judge, points
+from ..sections import (Section, is_random, markdown_table, num, pct, random_note, read_table, select,
                         write_summary)
 
+# the training labels of the fine-tuned rows: the plain article folds, and the QADS arm's
+# "<plain> + QADS-<mode> training questions"
+PLAIN_TRAINING, ARM_TRAINING = "fine-tuned (article folds)", " + QADS-"
 TITLE = "QADS: WSD and QA on synonym-substituted SQuAD 2.0 questions"
+PAPER = "QADS"  # whose findings this section checks
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
@@ -45,7 +50,10 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
                            if not q.empty else q))
         sec.tables["qads_qa"] = q
         write_summary(q, outputs["qads_qa"])
-        body.append("### Extractive QA\n\n" + (qads_qa_markdown(q) if not q.empty else
+        base = no_answer_baseline(q)
+        sec.tables["qads_no_answer"] = base
+        sec.findings = findings(q, base, anchors)
+        body.append("### Extractive QA\n\n" + (qads_qa_markdown(q, base) if not q.empty else
                     "No QA model was scored (`qads.qa.models` is empty and fine-tuning is off)."))
     if "qads_qa_domains" in outputs:
         qd = qads_qa_domains_table(ins["qa_domains"])
@@ -58,6 +66,8 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
         sec.tables["qads_domains"] = d
         body.append("### Domains\n\n" + qads_domains_markdown(d))
     sec.markdown = "\n\n".join(body)
+    if "qads_qa" not in outputs:
+        sec.findings = findings(pd.DataFrame(), pd.DataFrame(), anchors)
     return sec
 
 
@@ -85,17 +95,17 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
             continue
         df = df[df["fold"].astype(str) == "pooled"].copy()
         df["training"] = df["split"].map({"base": "none (before fine-tuning)",
-                                          "finetuned": "fine-tuned (article folds)"}).fillna(df["split"])
+                                          "finetuned": PLAIN_TRAINING}).fillna(df["split"])
         arm = qads_arm(df)
         if arm:  # the QADS arm (Table 2's third row): its fine-tuned rows say what was added
             df.loc[df["split"] == "finetuned", "training"] = \
-                f"fine-tuned (article folds) + QADS-{arm} training questions"
+                f"{PLAIN_TRAINING}{ARM_TRAINING}{arm} training questions"
         frames.append(df)
     if not frames:
         return pd.DataFrame()
     cols = ["model", "training", "questions", "n", "exact", "f1", "HasAns_exact", "HasAns_f1",
-            "NoAns_exact", "random_model", "model_source", "model_quant", "compute_device",
-            "compute_dtype", "verified"]
+            "NoAns_exact", "HasAns_n", "NoAns_n", "random_model", "model_source", "model_quant",
+            "compute_device", "compute_dtype", "verified"]
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in cols if c in df]]
     order = {"original": 0, "one": 1, "all": 2}
@@ -110,7 +120,7 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def qads_qa_markdown(df: pd.DataFrame) -> str:
+def qads_qa_markdown(df: pd.DataFrame, base: pd.DataFrame | None = None) -> str:
     show = pd.DataFrame({
         "model": df["model"], "training": df["training"], "questions": df["questions"],
         "n": df["n"].map(lambda v: num(v, 0)), "EM": df["exact"].map(num), "F1": df["f1"].map(num),
@@ -118,6 +128,14 @@ def qads_qa_markdown(df: pd.DataFrame) -> str:
         "NoAns EM": df["NoAns_exact"].map(num),
         "F1 − original": df["f1_minus_original"].map(lambda v: num(v, 1)),
         "HasAns F1 − original": df["hasans_f1_minus_original"].map(lambda v: num(v, 1))})
+    if base is not None and not base.empty:  # always "no answer", from the gold answerability
+        show = pd.concat([show, pd.DataFrame({
+            "model": "*always no answer* (trivial baseline)", "training": "–",
+            "questions": base["questions"], "n": base["n"].map(lambda v: num(v, 0)),
+            "EM": base["exact"].map(num), "F1": base["f1"].map(num),
+            "HasAns EM": base["HasAns_exact"].map(num), "HasAns F1": base["HasAns_f1"].map(num),
+            "NoAns EM": base["NoAns_exact"].map(num), "F1 − original": "–",
+            "HasAns F1 − original": "–"})], ignore_index=True)
     return ("Official SQuAD 2.0 metric (EM and F1 in %) on the original questions and the QADS sets "
             "(`one`: one word replaced by a synonym, `all`: every replaceable word); fine-tuned rows "
             "pool the held-out predictions of every article fold. `F1 − original` and `HasAns F1 − "
@@ -187,3 +205,109 @@ def qads_arm(df: pd.DataFrame) -> str:
         return ""
     v = str(df["trained_on"].iloc[0])
     return v.split("+", 1)[1].strip() if "+" in v else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# trivial baseline and findings
+
+def no_answer_baseline(q: pd.DataFrame) -> pd.DataFrame:
+    """Always answering "no answer", per question set, as the official metric scores it: EM = F1
+    = the share of unanswerable questions overall, 0 on the answerable ones, 100 on the others
+    (from the ``HasAns_n`` / ``NoAns_n`` counts of the score tables; none before they had them)."""
+    cols = ["questions", "n", "exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact"]
+    if q.empty or "NoAns_n" not in q:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    order = {"original": 0, "one": 1, "all": 2}
+    for qs, g in sorted(q.dropna(subset=["NoAns_n"]).groupby("questions", sort=False),
+                        key=lambda kv: order.get(kv[0], 9)):
+        n, none = float(g["n"].iloc[0]), float(g["NoAns_n"].iloc[0])
+        share = 100 * none / n if n else float("nan")
+        rows.append({"questions": qs, "n": n, "exact": share, "f1": share, "HasAns_exact": 0.0,
+                     "HasAns_f1": 0.0, "NoAns_exact": 100.0 if none else float("nan")})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def findings(q: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
+    """Synonyms lower the QA scores (original vs the QADS set, before fine-tuning on QADS), and
+    fine-tuning on QADS recovers little of the drop (a recovered share below one half)."""
+    a = lambda s: anchor(anchors, f"qads.t2.electra-large.{s}.accuracy")  # noqa: E731
+    ids = [f"qads.t2.electra-large.{s}.accuracy" for s in ("squad2-dev", "qads-before-ft", "qads-after-ft")]
+    drop_paper = (f"ELECTRA-large {points(a('squad2-dev'), 2)} → {points(a('qads-before-ft'), 2)} "
+                  "(SQuAD 2.0 dev → QADS, Table 2)")
+    rec_paper = (f"ELECTRA-large {points(a('qads-before-ft'), 2)} → {points(a('qads-after-ft'), 2)} "
+                 "after fine-tuning on QADS (Table 2)")
+    drop_claim, rec_claim = "synonyms lower QA scores (F1)", "fine-tuning on QADS recovers little"
+    if q.empty:
+        why = "no QA model was scored"
+        return [Finding("QADS", drop_claim, drop_paper, verdict="not run", why=why, anchors=ids[:2]),
+                Finding("QADS", rec_claim, rec_paper, verdict="not run", why=why, anchors=ids[1:])]
+    b = base.set_index("questions")["f1"] if not base.empty else pd.Series(dtype=float)
+    baseline = f"always no answer {points(b.get('original', float('nan')))}" if len(b) else "–"
+    f1 = q.set_index(["model", "training", "questions"])["f1"]
+    out = []
+    for (model, training), g in q.groupby(["model", "training"], sort=False):
+        if training.startswith("fine-tuned") or not (g["questions"] == "original").any():
+            continue  # the fine-tuning folds score the QADS questions only
+        qads = "all" if (g["questions"] == "all").any() else "one"
+        orig, sub = f1.get((model, training, "original")), f1.get((model, training, qads))
+        f = Finding("QADS", drop_claim, drop_paper, baseline=baseline, metric="F1",
+                    system=f"{model}, original → {qads}, training {training}", anchors=ids[:2])
+        if orig is None or sub is None:
+            f.verdict, f.why = judge(missing=f"no scores on the original and `{qads}` questions")
+        else:
+            f.effect = orig - sub
+            f.ours = f"{points(orig)} → {points(sub)}; " + effect_text(f.effect, None, None)
+            low = b.get("original", float("nan"))
+            f.verdict, f.why = judge(f.effect, at_baseline=random_weights(g) or (
+                f"F1 on the original questions {points(orig)} ≤ always no answer {points(low)}"
+                if at_baseline(orig, low) else None))
+        out.append(f)
+    if not out:
+        out.append(Finding("QADS", drop_claim, drop_paper, verdict="not run", anchors=ids[:2],
+                           why="no QA model scored before fine-tuning on QADS"))
+    tuned = q.loc[q["training"].str.startswith("fine-tuned"), "questions"]
+    qads = "all" if (tuned == "all").any() else "one"
+    arm = q.loc[q["training"].str.contains(ARM_TRAINING, regex=False), "training"]
+    if not arm.empty:  # the QADS arm: its added mode is the set Table 2's third row scores
+        qads = arm.iloc[0].split(ARM_TRAINING, 1)[1].split()[0]
+    out.append(_recovery(q, f1, qads, baseline, rec_paper, rec_claim, ids[1:]))
+    return out
+
+
+def _recovery(q, f1, qads, baseline, paper, claim, ids) -> Finding:
+    f = Finding("QADS", claim, paper, baseline=baseline, metric="F1", anchors=ids)
+    tuned = q[q["training"].str.startswith("fine-tuned")]
+    if tuned.empty:
+        f.verdict, f.why = judge(missing="fine-tuning on QADS is off (`qads.finetune.enabled`)")
+        return f
+    model, training = tuned["model"].iloc[0], tuned["training"].iloc[0]
+    before = "none (before fine-tuning)"
+    f.system = f"{model}, `{qads}` questions"
+    arm = tuned[tuned["training"].str.contains(ARM_TRAINING, regex=False)]
+    if not arm.empty:  # the QADS arm beside the plain folds: before = without the QADS questions
+        model, training = arm["model"].iloc[0], arm["training"].iloc[0]
+        before = PLAIN_TRAINING
+        f.system = (f"{model}, `{qads}` questions, article folds without → with QADS-{qads} "
+                    "training questions")
+    orig = f1.get((model, before, "original"), f1.get((model, "none (as configured)", "original")))
+    vals = [orig, f1.get((model, before, qads)), f1.get((model, training, qads))]
+    if any(v is None for v in vals):
+        f.verdict, f.why = judge(missing="no scores before and after fine-tuning on the same questions")
+        return f
+    orig, pre, post = vals
+    lost = orig - pre
+    share = (post - pre) / lost if lost > 0 else float("nan")
+    f.ours = (f"{points(pre)} → {points(post)} of {points(orig)} on the original questions: "
+              f"{points(100 * share)}% of the drop recovered")
+    f.effect = 50 - 100 * share  # recovers little: under half of the drop
+    f.verdict, f.why = judge(f.effect, missing=None if lost > 0 else "no drop to recover",
+                             at_baseline=random_weights(tuned))
+    return f
+
+
+def random_weights(df: pd.DataFrame) -> str | None:
+    """Why a model's numbers cannot support a finding: its weights are random."""
+    if "random_model" in df and is_random(df["random_model"]).any():
+        return "random weights (`random_model = true`): the numbers only show that the pipeline runs"
+    return None

@@ -44,6 +44,7 @@ def score_row(model: str, questions: str, dataset: list, preds: dict, na: dict |
     return {"model": model, "questions": questions, "exact": r["exact"], "f1": r["f1"],
             "HasAns_exact": r.get("HasAns_exact"), "HasAns_f1": r.get("HasAns_f1"),
             "NoAns_exact": r.get("NoAns_exact"), "n": r["total"],
+            "HasAns_n": r.get("HasAns_total", 0), "NoAns_n": r.get("NoAns_total", 0),
             "best_exact": r.get("best_exact"), "best_f1": r.get("best_f1")}
 
 

@@ -32,7 +32,8 @@ from ..modelspec import PROVENANCE_COLUMNS
 
 COLUMNS = ["variant", "auroc", "auroc_ci_low", "auroc_ci_high", "cal_accuracy", "cal_accuracy_ci_low",
            "cal_accuracy_ci_high", "cal_f1", "cal_f1_ci_low", "cal_f1_ci_high", "cal_pct_pred_yes",
-           "cal_threshold_median", "cal_folds", "ci_level"]
+           "cal_threshold_median", "cal_folds", "ci_level", "f1_ci_low", "f1_ci_high", "accuracy_ci_low",
+           "accuracy_ci_high", "gold_yes_share"]
 
 
 def log_odds(items: pd.DataFrame) -> np.ndarray:
@@ -131,28 +132,38 @@ def _acc_f1(gold, pred, w) -> tuple[np.ndarray, np.ndarray]:
 
 
 def variant_metrics(scores, gold, folds: int = 5, seed: int = 0, n_boot: int = 10000,
-                    boot_seed: int = 0, level: float = 0.95) -> dict:
-    """AUROC and cross-fitted accuracy/F1 with percentile bootstrap intervals, for one variant."""
+                    boot_seed: int = 0, level: float = 0.95, paper_pred=None) -> dict:
+    """AUROC and cross-fitted accuracy/F1 with percentile bootstrap intervals, for one variant;
+    the same intervals for the paper's accuracy and F1 (its predictions ``paper_pred``, yes =
+    True; none given: the log-odds above 0), and the share of gold yes (the trivial baselines)."""
     s, g = np.asarray(scores, float), np.asarray(gold, bool)
     nan = float("nan")
     if len(s) < 2:
-        return {**dict.fromkeys(COLUMNS[1:], nan), "cal_folds": folds, "ci_level": level}
+        return {**dict.fromkeys(COLUMNS[1:], nan), "cal_folds": folds, "ci_level": level,
+                "gold_yes_share": float(g.mean()) if len(g) else nan}
+    paper = np.asarray(s > 0 if paper_pred is None else paper_pred, bool)
     pred, thr = cross_fitted(s, g, stratified_folds(g, folds, seed))
     ones = np.ones((1, len(s)))
     acc, f1 = (float(v[0]) for v in _acc_f1(g, pred, ones))
-    boot = {"auroc": [], "acc": [], "f1": []}
+    boot = {"auroc": [], "acc": [], "f1": [], "paper_acc": [], "paper_f1": []}
     for idx in resamples(len(s), n_boot, boot_seed):
         w = counts(idx, len(s)).astype(float)
         boot["auroc"].append(auroc(s, g, w))
         a, f = _acc_f1(g, pred, w)
         boot["acc"].append(a)
         boot["f1"].append(f)
+        a, f = _acc_f1(g, paper, w)
+        boot["paper_acc"].append(a)
+        boot["paper_f1"].append(f)
     ci = {k: interval(np.concatenate(v), level) for k, v in boot.items()}
     return {"auroc": auroc(s, g), "auroc_ci_low": ci["auroc"][0], "auroc_ci_high": ci["auroc"][1],
             "cal_accuracy": acc, "cal_accuracy_ci_low": ci["acc"][0], "cal_accuracy_ci_high": ci["acc"][1],
             "cal_f1": f1, "cal_f1_ci_low": ci["f1"][0], "cal_f1_ci_high": ci["f1"][1],
             "cal_pct_pred_yes": float(100 * pred.mean()),
-            "cal_threshold_median": float(np.nanmedian(thr)), "cal_folds": folds, "ci_level": level}
+            "cal_threshold_median": float(np.nanmedian(thr)), "cal_folds": folds, "ci_level": level,
+            "f1_ci_low": ci["paper_f1"][0], "f1_ci_high": ci["paper_f1"][1],
+            "accuracy_ci_low": ci["paper_acc"][0], "accuracy_ci_high": ci["paper_acc"][1],
+            "gold_yes_share": float(g.mean())}
 
 
 def calibrated_metrics(items: pd.DataFrame, calibration: dict, bootstrap: dict) -> pd.DataFrame:
@@ -161,7 +172,8 @@ def calibrated_metrics(items: pd.DataFrame, calibration: dict, bootstrap: dict) 
     rows = []
     for variant, g in items.groupby("variant", sort=False):
         m = variant_metrics(log_odds(g), gold_yes(g), calibration["folds"], calibration["seed"],
-                            bootstrap["n"], bootstrap["seed"], bootstrap["level"])
+                            bootstrap["n"], bootstrap["seed"], bootstrap["level"],
+                            paper_pred=(g["pred"] == "yes").to_numpy() if "pred" in g else None)
         rows.append({"variant": variant, **m})
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -8,11 +8,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..audit.report import audits_markdown
+from ..findings import (INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Finding, anchor,
+                        at_baseline, difference_interval, effect_text, judge, points, with_interval)
 from ..sections import (Section, ci, markdown_table, num, pct, random_note, read_table, select,
                         write_summary)
 from .prompts import FINE_TUNED, VARIANTS
 
 TITLE = "20Q method: yes/no scoring and overlap audits"
+PAPER = "20Q"  # whose findings this section checks
 
 
 def yesno_benchmark(path: str) -> str:
@@ -42,11 +45,13 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
             anchors: pd.DataFrame) -> Section:
     sec = Section("")
     body = []
+    t, a = pd.DataFrame(), None
     if ins.get("metrics"):
         t = twentyq_table(ins["metrics"])
         sec.models.append(("20Q yes/no", t.assign(table="20Q yes/no, " + t["benchmark"])
                            if not t.empty else t))
         sec.tables["twentyq_yesno"] = t
+        sec.tables["twentyq_baselines"] = baselines(t)
         write_summary(t, outputs["twentyq_yesno"])
         body.append(twentyq_markdown(t) + random_note(t))
         if not t.empty and (t["arm"] == "fine_tuned").any():
@@ -54,10 +59,10 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     else:
         body.append("No yes/no scores (no causal LM configured).")
     if ins.get("admission"):
-        a = pd.concat([read_table(p) for p in ins["admission"]], ignore_index=True)
-        sec.tables["twentyq_ft_admission"] = a
-        write_summary(a, outputs["twentyq_ft_admission"])
-        body.append("### Fine-tuned arm: overlap-free training items\n\n" + admission_markdown(a))
+        adm = pd.concat([read_table(p) for p in ins["admission"]], ignore_index=True)
+        sec.tables["twentyq_ft_admission"] = adm
+        write_summary(adm, outputs["twentyq_ft_admission"])
+        body.append("### Fine-tuned arm: overlap-free training items\n\n" + admission_markdown(adm))
     if ins.get("audits"):
         a = read_table(ins["audits"][0])
         sec.tables["audits"] = a
@@ -66,6 +71,7 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     else:
         body.append("No overlap audit is enabled (`audits`).")
     sec.markdown = "\n\n".join(body)
+    sec.findings = findings(t, a, anchors)
     return sec
 
 
@@ -100,6 +106,14 @@ def twentyq_markdown(df: pd.DataFrame) -> str:
                              "n": d["n"].map(lambda v: num(v, 0)), "F1 (yes)": d["f1"].map(pct),
                              "accuracy": d["accuracy"].map(pct), "NLL": d["nll"].map(lambda v: num(v, 3)),
                              "% predicted yes": d["pct_pred_yes"].map(lambda v: num(v, 1))})
+        base = baselines(d)
+        if not base.empty:  # the trivial baselines, from the test set's gold labels
+            show = pd.concat([show, pd.DataFrame({
+                "model": "*" + base["baseline"] + "* (trivial baseline)", "prompt": "–",
+                "n": base["n"].map(lambda v: num(v, 0)), "F1 (yes)": base["f1"].map(pct),
+                "accuracy": base["accuracy"].map(pct), "NLL": "–",
+                "% predicted yes": [num(100.0 if b == "always yes" else 0.0) for b in base["baseline"]]})],
+                ignore_index=True)
         abl = []
         for model in d["model"].unique():
             g = d[d["model"] == model].set_index("variant")["accuracy"]
@@ -192,3 +206,137 @@ def admission_markdown(a: pd.DataFrame) -> str:
             "topic; wordnet: the topic shares a synset with a scored topic; embedding: question or "
             "topic cosine above the threshold to any scored question or topic; docs/twentyq.md)."
             "\n\n" + markdown_table(show))
+
+
+# ---------------------------------------------------------------------------------------------
+# trivial baselines and findings
+
+def baselines(t: pd.DataFrame) -> pd.DataFrame:
+    """Always-yes and always-no F1 and accuracy per test set, from its share of gold yes (the
+    ``gold_yes_share`` column; a table written before it has none)."""
+    rows = []
+    if t.empty or "gold_yes_share" not in t:
+        return pd.DataFrame(rows, columns=["benchmark", "baseline", "n", "f1", "accuracy"])
+    for bench, d in t.groupby("benchmark", sort=False):
+        y = d["gold_yes_share"].dropna()
+        if y.empty:
+            continue
+        y, n = float(y.iloc[0]), d["n"].iloc[0]
+        rows += [{"benchmark": bench, "baseline": "always yes", "n": n, "f1": 2 * y / (1 + y) if y else 0.0,
+                  "accuracy": y},
+                 {"benchmark": bench, "baseline": "always no", "n": n, "f1": 0.0, "accuracy": 1 - y}]
+    return pd.DataFrame(rows, columns=["benchmark", "baseline", "n", "f1", "accuracy"])
+
+
+def _f1(row) -> tuple[float, float, float]:
+    """F1 of one metrics row in points, with its interval where the table has one."""
+    lo, hi = (row.get(c, float("nan")) for c in ("f1_ci_low", "f1_ci_high"))
+    return 100 * row["f1"], 100 * lo, 100 * hi
+
+
+def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Finding]:
+    """20Q's headline findings: fine-tuning beats prompting, removing the topic lowers F1 (on the
+    20Q test split where it was scored), and the overlap audits' duplicates."""
+    a = lambda i: anchor(anchors, f"20q.{i}")  # noqa: E731
+    paper_ft = (f"GPT-3 175B F1 {points(a('t5.gpt3-175b.zero-shot.f1'), 2)} / "
+                f"{points(a('t5.gpt3-175b.few-shot.f1'), 2)} / {points(a('t5.gpt3-175b.fine-tuned.f1'), 2)} "
+                "(zero-shot / few-shot / fine-tuned, Table 5)")
+    paper_topic = (f"GPT-3 175B fine-tuned F1 {points(a('s7-4.gpt3-175b.fine-tuned.f1'), 2)} → "
+                   f"{points(a('s7-4.gpt3-175b.fine-tuned-no-topic.f1'), 2)} without the topic (Section 7.4)")
+    ids_ft = [f"20q.t5.gpt3-175b.{v}.f1" for v in ("zero-shot", "few-shot", "fine-tuned")]
+    ids_topic = [f"20q.s7-4.gpt3-175b.{v}.f1" for v in ("fine-tuned", "fine-tuned-no-topic")]
+    claim_ft, claim_topic = "fine-tuning beats prompting (F1)", "removing the topic lowers F1"
+    out = []
+    if t.empty:
+        why = "no yes/no scores: no causal LM configured"
+        out += [Finding("20Q", claim_ft, paper_ft, verdict=NOT_RUN, why=why, anchors=ids_ft),
+                Finding("20Q", claim_topic, paper_topic, verdict=NOT_RUN, why=why, anchors=ids_topic)]
+    else:
+        bench = "20Q test split" if (t["benchmark"] == "20Q test split").any() else t["benchmark"].iloc[0]
+        d = t[t["benchmark"] == bench]
+        base = baselines(d)
+        yes_f1 = 100 * base.loc[base["baseline"] == "always yes", "f1"].iloc[0] if len(base) else float("nan")
+        baseline = f"always yes {points(yes_f1)}" if len(base) else "–"
+        has_arm = d["variant"].str.startswith("fine_tuned").any()
+        # a fine-tuned model (a `finetune` spec, its own rows) is compared with its base model's
+        # prompted rows; that base then needs no "no fine-tuned arm" row of its own
+        ft_base = ({m: b for m, b, arm in zip(d["model"], d["base_model"], d["arm"])
+                    if arm == "fine_tuned" and b != m} if "base_model" in d else {})
+        for model in d["model"].unique():
+            g = {r["variant"]: r for r in d[d["model"] == model].to_dict("records")}
+            if model in ft_base:
+                for r in d[(d["model"] == ft_base[model]) & (d["arm"] == "prompted")].to_dict("records"):
+                    g.setdefault(r["variant"], r)
+            tuned = next((v for v in g if v.startswith("fine_tuned") and "no_topic" not in v), None)
+            f = Finding("20Q", claim_ft, paper_ft, baseline=baseline, system=f"{model}, {bench}",
+                        metric="F1", anchors=ids_ft)
+            if model in ft_base:
+                f.system = f"{model} vs {ft_base[model]} prompted, {bench}"
+            if tuned is None and model in set(ft_base.values()):
+                pass  # its fine-tuned model's row says it
+            elif tuned is None and (has_arm or model == d["model"].iloc[0]):
+                if not has_arm:  # one row says it for every model
+                    f.system = f"every model, {bench}"
+                f.verdict, f.why = judge(missing="no fine-tuned arm in this run: prompting only")
+                out.append(f)
+            elif tuned is not None and not any(v in g for v in ("zero_shot", "few_shot")):
+                f.verdict, f.why = judge(missing="no prompted scores of the same base model")
+                out.append(f)
+            elif tuned is not None:
+                best = max((v for v in ("zero_shot", "few_shot") if v in g), key=lambda v: g[v]["f1"])
+                ft, pr = _f1(g[tuned]), _f1(g[best])
+                f.effect, f.ci_low, f.ci_high = difference_interval(*ft, *pr)
+                f.n = g[tuned]["n"]
+                f.ours = (f"{with_interval(*ft)} vs {with_interval(*pr)} ({best.replace('_', '-')}); "
+                          + effect_text(f.effect, f.ci_low, f.ci_high))
+                f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=(
+                    f"fine-tuned F1 {points(ft[1])} ≤ always-yes F1 {points(yes_f1)}"
+                    if at_baseline(ft[1] if ft[1] == ft[1] else ft[0], yes_f1) else None))
+                out.append(f)
+            arm = tuned or ("few_shot" if "few_shot" in g else "zero_shot")
+            f = Finding("20Q", claim_topic, paper_topic, baseline=baseline,
+                        system=f"{model}, {arm.replace('_', '-')}, {bench}", metric="F1", anchors=ids_topic)
+            if arm not in g or f"{arm}_no_topic" not in g:
+                f.verdict, f.why = judge(missing=f"no {arm} scores without the topic")
+            else:
+                w, wo = _f1(g[arm]), _f1(g[f"{arm}_no_topic"])
+                f.effect, f.ci_low, f.ci_high = difference_interval(*w, *wo)
+                f.n = g[arm]["n"]
+                f.ours = (f"{with_interval(*w)} → {with_interval(*wo)}; "
+                          + effect_text(f.effect, f.ci_low, f.ci_high))
+                low = w[1] if w[1] == w[1] else w[0]
+                f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=(
+                    f"F1 with the topic {points(low)} ≤ always-yes F1 {points(yes_f1)}"
+                    if at_baseline(low, yes_f1) else None))
+            out.append(f)
+    out += audit_findings(audits, anchors)
+    return out
+
+
+AUDIT_ANCHORS = {"twentyq": "20q.appa-3.20q.train-test.overlapping-pairs",
+                 "com2sense": "20q.appa-2.com2sense.train-test.exact-duplicates"}
+
+
+def audit_findings(audits: pd.DataFrame | None, anchors) -> list[Finding]:
+    """The paper's overlap counts (20Q: no train/test overlap; Com2Sense: exact duplicates) beside
+    the audits' exact duplicate pairs: reproduced when both are zero or both are not."""
+    out = []
+    for name, aid in AUDIT_ANCHORS.items():
+        paper = anchor(anchors, aid)
+        f = Finding("20Q", f"{name} train/test duplicates ({'none' if name == 'twentyq' else 'some'})",
+                    f"{points(paper, 0)} (Appendix A)", system=f"{name} audit", metric="exact duplicate pairs",
+                    baseline="–", anchors=[aid])
+        row = audits[audits["audit"] == name] if audits is not None and not audits.empty else None
+        if row is None or row.empty:
+            f.verdict, f.why = judge(missing=f"the {name} audit is not enabled")
+        else:
+            ours = row["exact_duplicate_pairs"].iloc[0]
+            f.ours, f.n = f"{int(ours)} exact duplicate pairs", row["n_test"].iloc[0]
+            if paper != paper:
+                f.verdict, f.why = INCONCLUSIVE, "no published count to compare"
+            elif (ours > 0) == (paper > 0):
+                f.verdict, f.why = REPRODUCED, "both counts are zero" if not ours else "both find duplicates"
+            else:
+                f.verdict, f.why = NOT_REPRODUCED, "one count is zero, the other not"
+        out.append(f)
+    return out

@@ -3,19 +3,25 @@ per-category table and the paraphrase-effect figure, from ``accuracy.tsv`` and `
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
+from ..findings import (Finding, anchor, at_baseline, difference_interval, effect_text, judge,
+                        paired_interval, points, with_interval)
 from ..sections import (Section, ci, markdown_table, num, pct, pval, random_note, read_table,
                         select, write_summary)
 from .stats import CATEGORIES
 
 TITLE = "WinoWhat: WinoGrande and WSC, original vs paraphrased"
+PAPER = "WinoWhat"  # whose findings this section checks
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
-    return {"accuracy": select(targets, "winowhat/accuracy.tsv"),
-            "mcnemar": select(targets, "winowhat/mcnemar.tsv")}
+    acc = select(targets, "winowhat/accuracy.tsv")
+    return {"accuracy": acc, "mcnemar": select(targets, "winowhat/mcnemar.tsv"),
+            # the item table's gold labels: the majority-class baseline
+            "items": [p.removesuffix("accuracy.tsv") + "items.parquet" for p in acc]}
 
 
 def planned(ins: dict[str, list[str]]) -> dict[str, str]:
@@ -29,16 +35,21 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
             anchors: pd.DataFrame) -> Section:
     if not ins.get("accuracy"):
-        return Section("")
+        return Section("", findings=[Finding("WinoWhat", "(every WinoWhat finding)",
+                                             verdict="not run", why="no accuracy table")])
     acc = read_table(ins["accuracy"][0])
     mcn = read_table(ins["mcnemar"][0]) if ins.get("mcnemar") else pd.DataFrame()
+    items = ins.get("items", [])
+    base = majority(pd.read_parquet(items[0], columns=["dataset", "variant", "label"])
+                    if items and Path(items[0]).exists() else pd.DataFrame())
     head, cats = winowhat_tables(acc, mcn)
     write_summary(head, outputs["winowhat_accuracy"])
     write_summary(cats, outputs["winowhat_categories"])
     plot_paraphrase_effect(cats, outputs["paraphrase_effect"])
-    md = winowhat_markdown(head, cats, links.get("paraphrase_effect")) + random_note(acc)
-    return Section(md, tables={"winowhat_accuracy": head, "winowhat_categories": cats},
-                   models=[("WinoWhat", acc)])
+    md = winowhat_markdown(head, cats, links.get("paraphrase_effect"), base) + random_note(acc)
+    return Section(md, tables={"winowhat_accuracy": head, "winowhat_categories": cats,
+                               "winowhat_majority": base},
+                   models=[("WinoWhat", acc)], findings=findings(head, cats, base, anchors))
 
 
 def winowhat_tables(acc: pd.DataFrame, mcn: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -92,7 +103,8 @@ def winowhat_tables(acc: pd.DataFrame, mcn: pd.DataFrame) -> tuple[pd.DataFrame,
 
 
 
-def winowhat_markdown(head: pd.DataFrame, cats: pd.DataFrame, figure: str | None) -> str:
+def winowhat_markdown(head: pd.DataFrame, cats: pd.DataFrame, figure: str | None,
+                      base: pd.DataFrame | None = None) -> str:
     show = pd.DataFrame({
         "model": head["model"],
         "WinoGrande dev, original": [ci(r.wg_orig_acc, r.wg_orig_ci_low, r.wg_orig_ci_high)
@@ -109,6 +121,14 @@ def winowhat_markdown(head: pd.DataFrame, cats: pd.DataFrame, figure: str | None
         "WSC273, original": [ci(r.wsc_orig_acc, r.wsc_orig_ci_low, r.wsc_orig_ci_high)
                              for r in head.itertuples()],
     })
+    if base is not None and not base.empty:  # the majority class, from the items' gold labels
+        show = pd.concat([show, pd.DataFrame([{
+            "model": "*majority class* (trivial baseline)",
+            "WinoGrande dev, original": num(_share(base, "winogrande_dev")),
+            "WinoWhat paraphrased": num(_share(base, "winogrande_dev", "transf")),
+            "paired n": "–", "paired orig vs para": "–", "discordant (orig only / para only)": "–",
+            "McNemar exact p": "–", "WSC273, original": num(_share(base, "wsc"))}])],
+            ignore_index=True)
     parts = ["Accuracy in % with 95% bootstrap intervals (subset `all`: WinoGrande dev = every dev "
              "item, paraphrased = every WinoWhat row); the paired columns compare each paraphrase with "
              "its original on the same items (exact McNemar test on the discordant pairs).",
@@ -161,3 +181,110 @@ def plot_paraphrase_effect(cats: pd.DataFrame, path) -> None:
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# trivial baseline and findings
+
+def majority(items: pd.DataFrame) -> pd.DataFrame:
+    """The majority-class baseline per dataset and variant (subset ``all``, labelled items): the
+    share of the most frequent gold option."""
+    rows = []
+    if not items.empty:
+        lab = items[items["label"].notna()]
+        for (dataset, variant), g in lab.groupby(["dataset", "variant"], sort=True):
+            counts = g["label"].astype(str).value_counts()
+            rows.append({"dataset": dataset, "variant": variant, "n": len(g),
+                         "label": counts.index[0], "accuracy": counts.iloc[0] / len(g)})
+    return pd.DataFrame(rows, columns=["dataset", "variant", "n", "label", "accuracy"])
+
+
+def _share(base: pd.DataFrame, dataset: str, variant: str = "orig") -> float:
+    b = base[(base["dataset"] == dataset) & (base["variant"] == variant)]
+    return 100 * float(b["accuracy"].iloc[0]) if len(b) else float("nan")
+
+
+def findings(head: pd.DataFrame, cats: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
+    """Per model: lower accuracy on the paraphrases (paired, McNemar's items), in every category,
+    and WSC above WinoGrande; each judged against the majority-class baseline."""
+    a = lambda m, s, t="t1": anchor(anchors, f"winowhat.{t}.{m}.{s}.accuracy")  # noqa: E731
+    para = "; ".join(f"{name} {points(a(m, 'wg-val-original', t))} → "
+                     f"{points(a(m, 'wg-val-paraphrased', t))}"
+                     for name, m, t in (("OPT 1.3B", "opt-1.3b", "t2"), ("Gemma 2 2B", "gemma2-2b", "t1"),
+                                        ("Pythia 1B", "pythia-1b", "t4")))
+    ids_para = [f"winowhat.{t}.{m}.wg-val-{v}.accuracy" for m, t in
+                (("opt-1.3b", "t2"), ("gemma2-2b", "t1"), ("pythia-1b", "t4"))
+                for v in ("original", "paraphrased")]
+    lower = [c for c in CATEGORIES if a("gemma2-2b", f"wg-val-{c}-paraphrased")
+             < a("gemma2-2b", f"wg-val-{c}-original")]
+    known = all(a("gemma2-2b", f"wg-val-{c}-{v}") == a("gemma2-2b", f"wg-val-{c}-{v}")
+                for c in CATEGORIES for v in ("original", "paraphrased"))
+    cat_paper = (f"Gemma 2 2B lower in {len(lower) if known else '–'} of {len(CATEGORIES)} "
+                 "categories (Table 1)")
+    ids_cat = [f"winowhat.t1.gemma2-2b.wg-val-{c}-{v}.accuracy" for c in CATEGORIES
+               for v in ("original", "paraphrased")]
+    wsc_paper = "; ".join(f"{name} WSC {points(a(m, 'wsc-original', 't3'))} vs WinoGrande "
+                          f"{points(a(m, 'wg-val-original', 't3'))}"
+                          for name, m in (("OPT 1.3B", "opt-1.3b"), ("Gemma 2 2B", "gemma2-2b")))
+    ids_wsc = [f"winowhat.t3.{m}.{s}.accuracy" for m in ("opt-1.3b", "gemma2-2b")
+               for s in ("wsc-original", "wg-val-original")]
+    wg_major, wsc_major = _share(base, "winogrande_dev"), _share(base, "wsc")
+    wg_base = f"majority class {points(wg_major)}" if wg_major == wg_major else "–"
+    out = []
+    for r in head.itertuples():
+        wg = (100 * r.wg_orig_acc, 100 * r.wg_orig_ci_low, 100 * r.wg_orig_ci_high)
+        below = (f"original accuracy {points(wg[1])} (interval low) ≤ majority class {points(wg_major)}"
+                 if at_baseline(wg[1], wg_major) else None)
+        f = Finding("WinoWhat", "every model scores lower on the paraphrases (paired)", para,
+                    baseline=wg_base, system=f"{r.model}, WinoGrande dev", metric="accuracy",
+                    anchors=ids_para)
+        d, lo, hi = paired_interval(r.paired_n_pairs, r.paired_orig_only_correct,
+                                    r.paired_transf_only_correct)
+        f.effect, f.ci_low, f.ci_high, f.n = 100 * d, 100 * lo, 100 * hi, r.paired_n_pairs
+        if r.paired_n_pairs != r.paired_n_pairs:
+            f.verdict, f.why = judge(missing="no paired comparison (mcnemar.tsv has no row)")
+        else:
+            f.ours = (f"{points(100 * r.paired_acc_orig)} → {points(100 * r.paired_acc_transf)} "
+                      f"(n {int(r.paired_n_pairs)}); " + effect_text(f.effect, f.ci_low, f.ci_high)
+                      + f", McNemar p {pval(r.paired_p_value)}")
+            f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=below)
+        out.append(f)
+        out.append(_category_finding(r.model, cats, cat_paper, wg_base, below, ids_cat))
+        f = Finding("WinoWhat", "WSC scores above WinoGrande", wsc_paper,
+                    baseline=f"majority class {points(wsc_major)}" if wsc_major == wsc_major else "–",
+                    system=f"{r.model}, originals", metric="accuracy", anchors=ids_wsc)
+        wsc = (100 * r.wsc_orig_acc, 100 * r.wsc_orig_ci_low, 100 * r.wsc_orig_ci_high)
+        if wsc[0] != wsc[0]:
+            f.verdict, f.why = judge(missing="WSC was not scored (`winowhat.benchmarks`)")
+        else:
+            f.effect, f.ci_low, f.ci_high = difference_interval(*wsc, *wg)
+            f.n = r.wsc_orig_n
+            f.ours = (f"WSC {with_interval(*wsc)} vs WinoGrande {with_interval(*wg)}; "
+                      + effect_text(f.effect, f.ci_low, f.ci_high))
+            f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=(
+                f"WSC accuracy {points(wsc[1])} (interval low) ≤ majority class {points(wsc_major)}"
+                if at_baseline(wsc[1], wsc_major) else None))
+        out.append(f)
+    return out
+
+
+def _category_finding(model, cats, paper, baseline, below, ids) -> Finding:
+    f = Finding("WinoWhat", "lower on the paraphrases in every category", paper, baseline=baseline,
+                system=f"{model}, WinoGrande dev", metric="accuracy", anchors=ids)
+    c = cats[(cats["model"] == model) & cats["category"].isin(CATEGORIES)] if not cats.empty else cats
+    if c.empty:
+        f.verdict, f.why = judge(missing="no per-category accuracy")
+        return f
+    drops = [difference_interval(100 * r.acc_orig, 100 * r.ci_low_orig, 100 * r.ci_high_orig,
+                                 100 * r.acc_transf, 100 * r.ci_low_transf, 100 * r.ci_high_transf)
+             for r in c.itertuples()]
+    lower = sum(d > 0 for d, _, _ in drops)
+    f.ours = (f"lower in {lower} of {len(drops)} categories; interval above 0 in "
+              f"{sum(lo > 0 for _, lo, _ in drops)}, below 0 in {sum(hi < 0 for _, _, hi in drops)}")
+    f.n = len(drops)
+    # every category must show the drop: the weakest category decides
+    f.effect, f.ci_low, f.ci_high = min(drops, key=lambda x: x[1])
+    if any(hi < 0 for _, _, hi in drops):
+        f.ci_low, f.ci_high = min(lo for _, lo, _ in drops), min(hi for _, _, hi in drops)
+    f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=below)
+    return f

@@ -1,0 +1,123 @@
+"""The verdict rules of the Findings table (csbench.findings.judge, docs/reproduce.md) and the
+interval helpers the task reports use."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from csbench import findings as F
+
+
+@pytest.mark.parametrize("kwargs, verdict, why", [
+    (dict(effect=5.0, lo=1.0, hi=9.0), F.REPRODUCED, "above no effect"),
+    (dict(effect=-5.0, lo=-9.0, hi=-1.0), F.NOT_REPRODUCED, "opposite direction"),
+    (dict(effect=2.0, lo=-1.0, hi=5.0), F.INCONCLUSIVE, "spans no effect"),
+    (dict(effect=2.0, lo=0.0, hi=5.0), F.INCONCLUSIVE, "spans no effect"),   # touching 0 spans it
+    (dict(effect=2.0), F.INCONCLUSIVE, "no interval"),
+    (dict(), F.INCONCLUSIVE, "no effect could be computed"),
+    (dict(effect=2.0, significant=True), F.REPRODUCED, "significant"),
+    (dict(effect=-2.0, significant=True), F.NOT_REPRODUCED, "opposite"),
+    (dict(effect=2.0, significant=False), F.INCONCLUSIVE, "not significant"),
+    # the order of the rules: a missing arm first, then the trivial baseline, then the interval
+    (dict(effect=5.0, lo=1.0, hi=9.0, missing="no fine-tuned arm"), F.NOT_RUN, "no fine-tuned arm"),
+    (dict(effect=5.0, lo=1.0, hi=9.0, at_baseline="F1 60 ≤ 65"), F.INCONCLUSIVE,
+     "at the trivial baseline: F1 60 ≤ 65"),
+    (dict(missing="no corpus", at_baseline="x"), F.NOT_RUN, "no corpus"),
+    # a null finding (the paper found no difference)
+    (dict(effect=10.0, null_claim=True, significant=False), F.REPRODUCED, "no difference either"),
+    (dict(effect=10.0, null_claim=True, significant=True), F.NOT_REPRODUCED, "finds a difference"),
+    (dict(effect=-10.0, null_claim=True, significant=True), F.REPRODUCED, "no difference"),
+])
+def test_verdict_rules(kwargs, verdict, why):
+    effect = kwargs.pop("effect", math.nan)
+    lo, hi = kwargs.pop("lo", math.nan), kwargs.pop("hi", math.nan)
+    v, reason = F.judge(effect, lo, hi, **kwargs)
+    assert v == verdict and why in reason
+    assert v in F.VERDICTS and (reason or v == F.REPRODUCED)
+
+
+def test_trivial_baseline_compares_the_interval_low_end():
+    assert F.at_baseline(64.0, 65.1) and F.at_baseline(65.1, 65.1)
+    assert not F.at_baseline(66.0, 65.1)
+    assert not F.at_baseline(math.nan, 65.1) and not F.at_baseline(50.0, math.nan)
+
+
+def test_interval_helpers():
+    d, lo, hi = F.difference_interval(60.0, 55.0, 65.0, 50.0, 46.0, 54.0)
+    assert (d, lo, hi) == (10.0, 1.0, 19.0)
+    # 1,177 pairs, 317 right only on the original, 231 only on the paraphrase: +7.3 points
+    d, lo, hi = F.paired_interval(1177, 317, 231)
+    assert round(100 * d, 1) == 7.3 and 0.02 < lo < d < hi < 0.13
+    assert all(math.isnan(x) for x in F.paired_interval(0, 0, 0))
+
+
+def test_anchor_by_id_in_percent():
+    anchors = pd.DataFrame({"id": ["a.t1.x.y.acc", "a.t1.x.y.f1", "a.t2.x.y.n"],
+                            "value": [0.6, 58.77, 815.0], "percent": [60.0, 58.77, math.nan]})
+    assert F.anchor(anchors, "a.t1.x.y.acc") == 60.0 and F.anchor(anchors, "a.t1.x.y.f1") == 58.77
+    assert F.anchor(anchors, "a.t2.x.y.n") == 815.0
+    assert math.isnan(F.anchor(anchors, "missing")) and math.isnan(F.anchor(pd.DataFrame(), "x"))
+
+
+def test_findings_table_orders_by_paper():
+    rows = [F.Finding("QADS", "q", verdict=F.NOT_RUN, why="off"),
+            F.Finding("20Q", "t", ours="58.2 [55.1, 61.0]", verdict=F.REPRODUCED)]
+    md = F.findings_markdown(rows)
+    assert md.index("| 20Q | t |") < md.index("| QADS | q |")
+    assert "| 58.2 [55.1, 61.0] | – | **reproduced** |" in md and "**not run** (off)" in md
+    assert F.Finding("20Q", "t").record()["effect"] is None
+    import numpy as np
+    rec = F.Finding("20Q", "t", n=np.int64(7), effect=np.float64("nan")).record()
+    assert rec["n"] == 7 and type(rec["n"]) is int and rec["effect"] is None
+
+
+def test_twentyq_findings_from_the_metrics_table():
+    """A fine-tuned arm well above prompting and the always-yes F1 is reproduced; the topic
+    ablation of a prompt at the always-yes F1 is inconclusive, and says so."""
+    from csbench.twentyq.report import baselines, findings
+
+    def row(variant, f1, lo, hi):
+        return {"benchmark": "20Q test split", "model": "m", "variant": variant, "n": 2500, "f1": f1,
+                "f1_ci_low": lo, "f1_ci_high": hi, "accuracy": 0.5, "gold_yes_share": 0.483}
+    t = pd.DataFrame([row("zero_shot", 0.60, 0.57, 0.63), row("few_shot", 0.64, 0.61, 0.67),
+                      row("few_shot_no_topic", 0.60, 0.57, 0.63), row("fine_tuned", 0.80, 0.78, 0.82),
+                      row("fine_tuned_no_topic", 0.62, 0.59, 0.65)])
+    base = baselines(t)
+    assert base["f1"].round(3).tolist() == [0.651, 0.0] and base["accuracy"].round(3).tolist() == [0.483, 0.517]
+    got = {f.claim: f for f in findings(t, None, None)}
+    ft = got["fine-tuning beats prompting (F1)"]
+    assert ft.verdict == F.REPRODUCED and round(ft.ci_low, 1) == 11.0  # 78 - 67
+    topic = got["removing the topic lowers F1"]
+    assert topic.verdict == F.REPRODUCED and topic.system.startswith("m, fine-tuned")
+    t = t[~t["variant"].str.startswith("fine_tuned")]
+    got = {f.claim: f for f in findings(t, None, None)}
+    assert got["fine-tuning beats prompting (F1)"].verdict == F.NOT_RUN
+    topic = got["removing the topic lowers F1"]  # few-shot 64 [61, 67]: 61 <= always-yes 65.1
+    assert topic.verdict == F.INCONCLUSIVE and "always-yes F1 65.1" in topic.why
+
+
+def test_winowhat_paired_drop_above_the_majority_class_is_reproduced():
+    """The issue's 1.5B measurement: 61.1 -> 53.8 on 1,177 pairs (317 / 231 discordant), the
+    originals' interval above the majority class: reproduced; at chance it is inconclusive."""
+    from csbench.winowhat.report import findings, majority
+
+    items = pd.DataFrame({"dataset": ["winogrande_dev"] * 4 + ["wsc"] * 2, "variant": "orig",
+                          "label": [1, 2, 2, 1, 1, 2]})
+    base = majority(items)
+    assert base["accuracy"].tolist() == [0.5, 0.5]
+
+    def head(acc, lo):
+        return pd.DataFrame([{
+            "model": "q", "wg_orig_acc": acc, "wg_orig_ci_low": lo, "wg_orig_ci_high": acc + 0.03,
+            "wsc_orig_acc": 0.71, "wsc_orig_ci_low": 0.66, "wsc_orig_ci_high": 0.76, "wsc_orig_n": 273,
+            "paired_n_pairs": 1177, "paired_acc_orig": 0.611, "paired_acc_transf": 0.538,
+            "paired_orig_only_correct": 317, "paired_transf_only_correct": 231,
+            "paired_p_value": 0.0003}])
+    got = findings(head(0.618, 0.591), pd.DataFrame(), base, None)
+    drop, cats, wsc = got
+    assert drop.verdict == F.REPRODUCED and round(drop.effect, 1) == 7.3 and drop.n == 1177
+    assert cats.verdict == F.NOT_RUN and wsc.verdict == F.REPRODUCED  # 66 - 64.9 > 0
+    drop = findings(head(0.52, 0.49), pd.DataFrame(), base, None)[0]
+    assert drop.verdict == F.INCONCLUSIVE and "majority class 50.0" in drop.why
