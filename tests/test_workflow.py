@@ -295,6 +295,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "lm.system_instruction": "Answer briefly.",
         "qads.qa.device": "cuda",
         "winowhat.models": ["smollm2-135m"],
+        "contamination.signals.models": ["smollm2-135m"],
         "twentyq.scoring.reference_lm": "smollm2-135m",
         "winowhat.user_files.winogrande_test": str(user_csv),
         "winowhat.user_files.wsc": str(user_csv),
@@ -339,6 +340,8 @@ INERT = {
                  "com2sense", "wsd_eval") for k in ("url", "archive", "urls")},
     "twentyq.scoring.reference_lm": "the demo has one LM: its reference LM is that model already",
     "winowhat.models": "the demo scores one LM in winowhat (winowhat.models: [smollm2-135m]) already",
+    "contamination.signals.models": "the demo computes the signals of one LM "
+                                    "(contamination.signals.models: [smollm2-135m]) already",
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
     "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",

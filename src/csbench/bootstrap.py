@@ -1,7 +1,8 @@
 """Percentile bootstrap over items, shared by the tasks that report intervals (WinoWhat accuracy,
 20Q's calibrated yes/no metrics): one seeded stream of resamples (``numpy.random.default_rng(seed)``,
 item indices drawn with replacement), in blocks of about two million indices so that memory stays
-bounded whatever ``n_boot``, and the interval from the quantiles of the resampled statistic."""
+bounded whatever ``n_boot``, and the interval from the quantiles of the resampled statistic; the
+AUROC, weighted by resample multiplicities (20Q's calibration, contamination signals)."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,3 +31,25 @@ def interval(values, level: float = 0.95) -> tuple[float, float]:
         return float("nan"), float("nan")
     a = (1 - level) / 2
     return float(np.nanquantile(v, a)), float(np.nanquantile(v, 1 - a))
+
+
+def auroc(scores, gold, weights=None) -> np.ndarray | float:
+    """Mann-Whitney AUROC of ``scores`` for ``gold`` (bool), ties counted half; NaN without both
+    classes. ``weights``: a ``(k, n)`` matrix of item multiplicities (bootstrap resamples) gives
+    the ``k`` weighted AUROCs, each in one pass over the items sorted once."""
+    s, g = np.asarray(scores, float), np.asarray(gold, bool)
+    single = weights is None
+    w = np.ones((1, len(s))) if single else np.asarray(weights, float)
+    if len(s) == 0:
+        return float("nan") if single else np.full(len(w), np.nan)
+    order = np.argsort(s, kind="stable")
+    s, g, w = s[order], g[order], w[:, order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(s)) + 1])  # groups of tied scores
+    pos = np.add.reduceat(w * g, starts, axis=1)
+    neg = np.add.reduceat(w * ~g, starts, axis=1)
+    below = np.cumsum(neg, axis=1) - neg  # negative weight strictly below each group
+    num = (pos * (below + 0.5 * neg)).sum(axis=1)
+    den = pos.sum(axis=1) * neg.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+    return float(out[0]) if single else out

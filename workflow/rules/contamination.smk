@@ -154,4 +154,56 @@ rule contamination_effect:
         "../scripts/contamination_effect.py"
 
 
+# Model-based membership signals per item text (csbench.contamination.signals), one job per
+# model, then their AUROCs, the test against WinoWhat correctness and the figure.
+rule contamination_signals:
+    input:
+        table="results/winowhat/items.parquet",
+        model=lambda wc: model_dir(wc.model),
+    output:
+        f"{CONT}/signals/{{model}}.parquet",
+    params:
+        lm=lambda wc: lm_result(wc.model, prompt=False),
+        signals=pick(CONT_CFG["signals"], "k", "minkpp"),
+    log:
+        "logs/contamination/signals/{model}.log",
+    benchmark:
+        "benchmarks/contamination/signals/{model}.tsv"
+    wildcard_constraints:
+        model=r"[A-Za-z0-9_.-]+",
+    threads: 2
+    resources:
+        mem_mb=WW["mem_mb"],
+        gpu=LM_GPU,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/contamination_signals.py"
+
+
+rule contamination_signals_stats:
+    input:
+        unpack(lambda wc: CONT_PLAN.signals_stats_inputs()),
+    output:
+        auroc=report(f"{CONT}/signals/auroc.tsv", caption="../report/contamination_signals.rst",
+                     category="Contamination"),
+        mannwhitney=f"{CONT}/signals/mannwhitney.tsv",
+        quartiles=f"{CONT}/signals/quartiles.tsv",
+        figure=report(f"{CONT}/signals/signals.png",
+                      caption="../report/contamination_signals.rst", category="Contamination"),
+    params:
+        models=CONT_PLAN.signals_models(),
+        bootstrap=CONT_CFG["signals"]["bootstrap"],
+    log:
+        "logs/contamination/signals/stats.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/contamination_signals_stats.py"
+
+
 register_targets("contamination", CONT_PLAN.targets)

@@ -6,6 +6,7 @@ import pandas as pd
 
 from ..findings import Finding, anchor, judge, points
 from ..sections import Section, markdown_table, num, pct, pval, read_table, select, write_summary
+from . import signals_report
 
 TITLE = "Contamination: does it help?"
 PAPER = "WinoWhat"  # whose findings this section checks
@@ -13,24 +14,30 @@ PAPER = "WinoWhat"  # whose findings this section checks
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
     return {"effect": select(targets, "contamination/effect.tsv"),
-            "summary": select(targets, "contamination/summary.tsv")}
+            "summary": select(targets, "contamination/summary.tsv"),
+            **signals_report.inputs(targets)}
 
 
 def planned(ins: dict[str, list[str]]) -> dict[str, str]:
-    return {"contamination_effect": "contamination_effect.tsv"} if ins.get("effect") else {}
+    return ({"contamination_effect": "contamination_effect.tsv"} if ins.get("effect") else {}) \
+        | signals_report.planned(ins)
 
 
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
             anchors: pd.DataFrame) -> Section:
+    signals = signals_report.section(ins, outputs, links)
     if not (ins.get("effect") or ins.get("summary")):
-        return Section("No corpus is configured (`contamination.corpora` is empty), so nothing was "
-                       "scanned and there is no effect table.", findings=findings(pd.DataFrame(), anchors))
+        md = ("No corpus is configured (`contamination.corpora` is empty), so nothing was "
+              "scanned and there is no effect table.")
+        return Section("\n\n".join([md, signals.markdown]) if signals.markdown else md,
+                       tables=signals.tables, findings=findings(pd.DataFrame(), anchors))
     e = read_table(ins["effect"][0]) if ins.get("effect") else pd.DataFrame()
     s = read_table(ins["summary"][0]) if ins.get("summary") else pd.DataFrame()
     if "contamination_effect" in outputs:
         write_summary(e, outputs["contamination_effect"])
-    return Section(contamination_markdown(e, s),
-                   tables={"contamination_effect": e, "contamination_summary": s},
+    md = "\n\n".join(p for p in (contamination_markdown(e, s), signals.markdown) if p)
+    return Section(md, tables={"contamination_effect": e, "contamination_summary": s,
+                               **signals.tables},
                    findings=findings(e, anchors))
 
 

@@ -76,10 +76,34 @@ class Plan:
         results = {f"results__{m}": f"results/winowhat/{m}/items.parquet" for m in self.models}
         return {**flags, **results}
 
+    def signals_models(self) -> list[str]:
+        """The models whose membership signals are computed (none when they are disabled)."""
+        sig = self.cfg["signals"]
+        if not sig["enabled"]:
+            return []
+        wanted = sig["models"]
+        return [m for m in self.models if wanted is None or m in wanted]
+
+    def signals_stats_inputs(self) -> dict[str, str]:
+        """Per model its signals table and its WinoWhat per-item results."""
+        out = {}
+        for m in self.signals_models():
+            out[f"signals__{m}"] = f"{ROOT}/signals/{m}.parquet"
+            out[f"results__{m}"] = f"results/winowhat/{m}/items.parquet"
+        return out
+
+    def signals_targets(self) -> list[str]:
+        if not self.signals_models():
+            return []
+        return [f"{ROOT}/signals/{m}.parquet" for m in self.signals_models()] + [
+            f"{ROOT}/signals/{x}" for x in ("auroc.tsv", "mannwhitney.tsv", "quartiles.tsv",
+                                            "signals.png")]
+
     def targets(self) -> list[str]:
         if not self.cfg["corpora"]:
-            return []
+            return self.signals_targets()
         out = list(self.items_tables().values()) + [f"{ROOT}/summary.tsv"]
+        out += self.signals_targets()
         if (self.cfg["effect"]["enabled"] and self.effect_benchmarks() and "winowhat" in self.tasks
                 and self.models):
             out.append(f"{ROOT}/effect.tsv")

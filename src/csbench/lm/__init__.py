@@ -42,6 +42,13 @@ no task constructs a backend itself::
     # A continuation longer than the window is a RequestError (csbench.lm.base) naming the
     #    request; contexts cut to fit are counted in scorer.stats["truncated"] and logged.
 
+    scorer.token_stats(texts, keys=None, full_vocab=True)
+    # -> [csbench.lm.tokenstats.TokenStats(lp, mu, sigma)]: each text scored as one sequence after
+    #    the model's start token (lm-eval's loglikelihood_rolling for a text inside the window, raw:
+    #    no prompt format), per token its log-prob and, with full_vocab (local weights only; a
+    #    served model refuses it), the full-vocabulary mean and deviation of the log-probs in fp32;
+    #    cached per text through the cache's samples API (csbench.lm.tokenstats)
+
     scorer.generate(prompts, max_new_tokens=16, num_samples=1, temperature=1.0, top_k=0,
                     top_p=1.0, seed=0, stop=("\\n",), names=None, cut=None)
     # -> list[list[str]]; cut (a list): receives per prompt one bool per sample, whether

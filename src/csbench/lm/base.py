@@ -81,6 +81,52 @@ class Scorer:
                     offset) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def token_stats(self, texts, keys=None, full_vocab: bool = True) -> list:
+        """Per-token statistics of each text scored as one sequence after the model's start
+        token, as lm-evaluation-harness's ``loglikelihood_rolling`` (raw text: no prompt format):
+        ``[csbench.lm.tokenstats.TokenStats]`` in text order. ``full_vocab``: also Min-K%++'s
+        full-vocabulary mean and deviation per position (a backend that cannot see the whole
+        distribution refuses). ``keys``: one name per text for messages. Cached per text (each
+        distinct text computed once), committed in chunks."""
+        from .tokenstats import TokenStats, blob_problem, stats_fingerprint
+
+        t0 = time.perf_counter()
+        texts = list(texts)
+        keys = list(keys) if keys is not None else [None] * len(texts)
+        if len(keys) != len(texts):
+            raise ValueError("keys must have one entry per text")
+        self.stats["requests"] += len(texts)
+        reqs = [stats_fingerprint(t, full_vocab) for t in texts]
+        got: dict[str, TokenStats] = {}
+        for req in dict.fromkeys(reqs):
+            row = self.cache.get_samples(req) if self.cache is not None else None
+            if row is not None and blob_problem(row, full_vocab) is None:
+                got[req] = TokenStats.from_blob(row[0])
+            elif row is not None:
+                self.stats["cache_rejected"] += 1
+        self.stats["cached"] += sum(r in got for r in reqs)
+        first: dict[str, int] = {}
+        for i, r in enumerate(reqs):
+            if r not in got:
+                first.setdefault(r, i)
+        todo = list(first.values())
+        self.stats["unique"] += len(todo)
+        step = max(1, getattr(self, "commit_every", 1024))
+        for a in range(0, len(todo), step):
+            part = todo[a:a + step]
+            new = self._token_stats_todo([texts[i] for i in part], [keys[i] for i in part],
+                                         full_vocab)
+            for i, st in zip(part, new):
+                got[reqs[i]] = st
+                if self.cache is not None:
+                    self.cache.put_samples(reqs[i], [st.blob()])
+        self.stats["seconds"] += time.perf_counter() - t0
+        return [got[r] for r in reqs]
+
+    def _token_stats_todo(self, texts, keys, full_vocab: bool) -> list:  # pragma: no cover
+        """The statistics of texts the cache did not answer (see :meth:`token_stats`)."""
+        raise NotImplementedError
+
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",), names=None,

@@ -39,14 +39,20 @@ class Engine:
     def sharing(self) -> bool:
         return self.share_prefix and self.forward.partial_logits
 
-    def score(self, enc) -> list[tuple[float, int]]:
-        """``[(context ids, continuation ids)] -> [(summed log-prob, n tokens)]``."""
+    def score(self, enc, per_token: bool = False) -> list:
+        """``[(context ids, continuation ids)] -> [(summed log-prob, n tokens)]``; with
+        ``per_token``, each request's :class:`~csbench.lm.tokenstats.TokenStats` instead (every
+        strategy runs as it does for sums; only the read-out differs)."""
         import torch
 
         if not enc:
             return []
-        with torch.inference_mode():
-            return self._score_rows(enc)
+        self.forward.per_token = per_token
+        try:
+            with torch.inference_mode():
+                return self._score_rows(enc)
+        finally:
+            self.forward.per_token = False
 
     def _score_rows(self, enc) -> list[tuple[float, int]]:
         rows = build_rows(enc, self.max_length)

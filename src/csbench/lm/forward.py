@@ -48,6 +48,10 @@ class Forward:
         # Last decoder layer only at the scored positions; confirmed on first use.
         self.scored_only = self.partial_logits and self.attn_impl in ("sdpa", "eager")
         self.scored_checked = False
+        # per_token: accumulate gives each request its per-token statistics
+        # (csbench.lm.tokenstats.TokenStats, full-vocabulary mean and deviation in fp32)
+        # instead of its summed log-prob (Engine.score sets it for one call)
+        self.per_token = False
 
     def body(self, input_ids, keep=None, **kw):
         """One forward pass of the model body.
@@ -125,6 +129,8 @@ class Forward:
                 tgt.extend(targets)
                 owner.extend([(u, n)] * n)
         picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
+        if self.per_token:
+            return self._per_token(picked, tgt, owner, out)
         logits = self.project(picked) if self.partial_logits else picked
         logp = self.precision.log_softmax(logits)
         tok_lp = logp.gather(1, torch.tensor(tgt, device=self.device)[:, None])[:, 0].cpu().double()
@@ -135,6 +141,43 @@ class Forward:
             counts[u] = n
         for u, v in sums.items():
             out[u] = (float(v), counts[u])
+
+    def _per_token(self, picked, tgt, owner, out) -> None:
+        """Each request's :class:`~csbench.lm.tokenstats.TokenStats` from the fp32 log-softmax
+        at its positions (in order): the target's log-prob and, over the whole vocabulary,
+        ``mu = sum p log p`` and ``sigma = sqrt(sum p (log p)^2 - mu^2)`` (0 log 0 = 0), in
+        fp32; in
+        chunks of positions, so a large vocabulary never holds a batch's full distributions."""
+        import torch
+
+        from .tokenstats import TokenStats
+
+        vocab = self.head.weight.shape[0] if self.partial_logits else picked.shape[-1]
+        step = max(1, (1 << 24) // max(1, vocab))  # ~64 MB of fp32 per array
+        tg = torch.tensor(tgt, device=self.device)
+        lps, mus, sigmas = [], [], []
+        for a in range(0, picked.shape[0], step):
+            h = picked[a:a + step]
+            logp = self.precision.log_softmax(self.project(h) if self.partial_logits else h)
+            lps.append(logp.gather(1, tg[a:a + step, None])[:, 0])
+            p = logp.exp()
+            plogp = torch.where(p > 0, p * logp, torch.zeros_like(logp))
+            mu = plogp.sum(-1)
+            # sum p (log p - mu)^2: the same variance as sum p (log p)^2 - mu^2 without its
+            # cancellation in fp32 (a flat distribution has mu^2 far above the variance)
+            dev = torch.where(p > 0, logp - mu[:, None], torch.zeros_like(logp))
+            mus.append(mu)
+            sigmas.append((p * dev * dev).sum(-1).sqrt())
+        per: dict[int, TokenStats] = {}
+        for (u, _), lp, m, sd in zip(owner, torch.cat(lps).cpu().double().tolist(),
+                                     torch.cat(mus).cpu().double().tolist(),
+                                     torch.cat(sigmas).cpu().double().tolist()):
+            st = per.setdefault(u, TokenStats([], [], []))
+            st.lp.append(min(lp, 0.0))
+            st.mu.append(min(m, 0.0))
+            st.sigma.append(sd)
+        for u, st in per.items():
+            out[u] = st
 
 
 def _fuse_activations(model) -> None:

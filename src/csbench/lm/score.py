@@ -132,6 +132,20 @@ class LMScorer(Scorer):
         if self.cache is not None and new:
             self.cache.put(new)
 
+    def _token_stats_todo(self, texts, keys, full_vocab: bool) -> list:
+        # a text as an empty-context request: the start token, then the text's tokens without
+        # special tokens (csbench.lm.plan.empty_context_pair), as loglikelihood_rolling
+        requests = [("", t) for t in texts]
+        enc = self.encoder.encode_many(requests)
+        check_window(requests, keys, enc, 0, self.max_length)
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            return self.engine.score(enc, per_token=True)
+        finally:
+            if gc_was:
+                gc.enable()
+
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",), names=None, cut: list | None = None) -> list[list[str]]:

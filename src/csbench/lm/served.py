@@ -173,6 +173,30 @@ class ServedScorer(Scorer):
 
         self.client.run(order, one, done, "LM scoring (served)")
 
+    def _token_stats_todo(self, texts, keys, full_vocab: bool) -> list:
+        """Echoed token log-probs of each text after the start token (the empty-context request
+        of each text); a server returns no full-vocabulary distribution per position, so
+        ``full_vocab`` is refused."""
+        from .tokenstats import TokenStats
+
+        if full_vocab:
+            raise self.endpoint.lacks(
+                "loglikelihood", "full-vocabulary statistics per position (Min-K%++'s mean and "
+                "deviation) are not returned by a /completions endpoint, only the echoed "
+                "tokens' log-probs")
+        self.check("loglikelihood")
+        out: list = [None] * len(texts)
+
+        def one(u):
+            return self.echo.token_logprobs("", texts[u], what=describe_request(
+                u, keys[u], "", texts[u]))
+
+        def done(u, vals):
+            out[u] = TokenStats(list(vals))
+
+        self.client.run(text_order(list(texts)), one, done, "LM token statistics (served)")
+        return out
+
     # ------------------------------------------------------------------ sampling
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,

@@ -94,6 +94,12 @@ class EchoScoring:
     def score(self, context: str, continuation: str, probe: bool = False,
               what: str | None = None) -> tuple[float, int]:
         """(summed log-prob, n tokens) of one request (``what``: the request, for messages)."""
+        vals = self.token_logprobs(context, continuation, probe, what)
+        return sum(vals), len(vals)
+
+    def token_logprobs(self, context: str, continuation: str, probe: bool = False,
+                       what: str | None = None) -> list[float]:
+        """The continuation's echoed token log-probs, in order (see :meth:`score`)."""
         what = what or "the start-of-job probe"
         context, continuation = split_pair(context, continuation)
         first_after_start = context == "" and bool(self.prefix)  # start-token mode: as is
@@ -127,7 +133,7 @@ class EchoScoring:
         else:
             starts = list(offsets)
         ends = starts[1:] + [len(prompt)]
-        total, n = 0.0, 0
+        vals: list[float] = []
         for i, (off, end, v) in enumerate(zip(starts, ends, tlp)):
             if off >= len(prompt) or max(end, off + 1) <= len(context):
                 continue  # a context token, or the one generated token
@@ -145,15 +151,14 @@ class EchoScoring:
                     "text offsets do not count the prompt as sent (special tokens it echoes "
                     "differently?), so the continuation's tokens cannot be told; nothing of this "
                     "answer was cached")
-            total += self.logprob(v, what, token, off)
-            n += 1
-        if n == 0:
+            vals.append(self.logprob(v, what, token, off))
+        if not vals:
             if probe:
                 raise self.endpoint.lacks("loglikelihood",
                                           "the echoed prompt holds no continuation token")
             raise ServedError(f"{self.endpoint.label()}: the continuation {continuation!r} "
                               "has no tokens in the server's answer")
-        return total, n
+        return vals
 
     def _after_start(self, token: str) -> float | None:
         """log p(token | start token) from one request for every token's log-prob after the

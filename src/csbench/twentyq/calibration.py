@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..bootstrap import counts, interval, resamples
+from ..bootstrap import auroc, counts, interval, resamples
 from ..modelspec import PROVENANCE_COLUMNS
 
 COLUMNS = ["variant", "auroc", "auroc_ci_low", "auroc_ci_high", "cal_accuracy", "cal_accuracy_ci_low",
@@ -55,28 +55,6 @@ def gold_yes(items: pd.DataFrame) -> np.ndarray:
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise ValueError(f"item {items['id'].iloc[i]!r}: label {label.iloc[i]!r} is not yes or no")
     return (label == "yes").to_numpy()
-
-
-def auroc(scores, gold, weights=None) -> np.ndarray | float:
-    """Mann-Whitney AUROC of ``scores`` for ``gold`` (bool), ties counted half; NaN without both
-    classes. ``weights``: a ``(k, n)`` matrix of item multiplicities (bootstrap resamples) gives
-    the ``k`` weighted AUROCs, each in one pass over the items sorted once."""
-    s, g = np.asarray(scores, float), np.asarray(gold, bool)
-    single = weights is None
-    w = np.ones((1, len(s))) if single else np.asarray(weights, float)
-    if len(s) == 0:
-        return float("nan") if single else np.full(len(w), np.nan)
-    order = np.argsort(s, kind="stable")
-    s, g, w = s[order], g[order], w[:, order]
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(s)) + 1])  # groups of tied scores
-    pos = np.add.reduceat(w * g, starts, axis=1)
-    neg = np.add.reduceat(w * ~g, starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg  # negative weight strictly below each group
-    num = (pos * (below + 0.5 * neg)).sum(axis=1)
-    den = pos.sum(axis=1) * neg.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-    return float(out[0]) if single else out
 
 
 def stratified_folds(gold, k: int, seed: int) -> np.ndarray:
