@@ -17,23 +17,12 @@ from csbench.twentyq import workflow
 from csbench.twentyq.finetune import training_table
 from csbench.twentyq.prompts import VARIANTS, build_prompts
 from csbench.twentyq.scoring import metrics, score_items
+from test_twentyq_clean_split import fake_encoder  # same-group texts share a unit vector
 
 
 def items(*recs, split="train"):
     return pd.DataFrame([{"id": f"{split}-{i}", "source_split": split, "subject": s, "question": q,
                           "label": lab} for i, (s, q, lab) in enumerate(recs)])
-
-
-def fake_encoder(same):
-    """Texts of one group share a unit vector; all others are orthogonal."""
-    slots = {}
-
-    def encode(texts):
-        out = np.zeros((len(texts), 64), np.float32)
-        for i, t in enumerate(texts):
-            out[i, slots.setdefault(same.get(t, t), len(slots))] = 1.0
-        return out
-    return encode
 
 
 SCORED = items(("dog", "Is it an animal?", "yes"), ("bicycle", "Does it have wheels?", "no"),
