@@ -258,3 +258,39 @@ def test_a_fresh_qa_head_is_seeded_whatever_ran_before(tiny_qa_dir, tmp_path):
         assert torch.equal(torch.random.get_rng_state(), state)  # the caller's RNG is untouched
         heads.append(model.qa_outputs.weight.detach().clone())
     assert torch.equal(heads[0], heads[1]) and not torch.equal(heads[0], heads[2])
+
+
+def test_the_qads_arm_adds_the_rewritten_questions_of_the_training_articles(tiny_qa_dir, caplog):
+    """add_rewritten: the same article folds as the plain run, its training questions plus the
+    rewritten versions from the training articles only; the held-out sets are the same."""
+    import logging
+
+    from csbench.qads.workflow import finetune_arms, finetune_sets, finetune_tag, trained_on
+
+    squad = [_article(t, [(f"{t}{i}", i % 2 == 0) for i in range(3)]) for t in "ABCD"]
+    one = [_article(t, [(f"{t}{i}-1", i % 2 == 0) for i in range(3)]) for t in "ABCD"]
+    sets = {"squad": squad, "original": squad, "one": one}
+    ft = dict(folds=2, seed=0, epochs=1, batch_size=4, learning_rate=1e-3, max_length=64,
+              doc_stride=16, group_by="article", train_on="squad", score_on=["original", "one"],
+              score_base=False)
+    qa = dict(device="cpu", batch_size=8, max_answer_len=30, null_threshold=0.0)
+    with caplog.at_level(logging.INFO, logger="csbench.qads.finetune"):
+        plain = F.run_fold(tiny_qa_dir, sets, 0, ft, qa)
+        arm = F.run_fold(tiny_qa_dir, sets, 0, {**ft, "add_rewritten": "one"}, qa)
+    assert [r["train_windows"] for r in plain] == [6, 6]  # two training articles x 3 questions
+    assert [r["train_windows"] for r in arm] == [12, 12]  # + their 6 rewritten questions
+    assert [(r["questions"], r["n"]) for r in arm] == [(r["questions"], r["n"]) for r in plain]
+    assert "6 rewritten questions of 'one' added" in caplog.text
+    # the plain run's settings and tag are unchanged by the arm; the arm gets <tag>+<mode>
+    cfg = {**ft, "enabled": True, "questions": "one", "train_limit": 0, "add_rewritten": "one"}
+    arms = finetune_arms(cfg)
+    assert list(arms) == ["squad-by-article", "squad-by-article+one"]
+    assert "add_rewritten" not in arms["squad-by-article"] and "enabled" not in arms["squad-by-article"]
+    assert arms["squad-by-article+one"]["add_rewritten"] == "one"
+    assert list(finetune_arms({**cfg, "add_rewritten": None})) == [finetune_tag(cfg)]
+    assert finetune_sets({**cfg, "score_on": ["original"], "add_rewritten": "all"}) == \
+        ["squad", "original", "all"]
+    assert trained_on(arms["squad-by-article+one"]) == "squad + one"
+    assert trained_on(arms["squad-by-article"]) == "squad"
+    with pytest.raises(ValueError, match="trains on already"):
+        finetune_arms({**cfg, "train_on": None, "questions": "one"})

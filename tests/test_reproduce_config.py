@@ -80,10 +80,10 @@ def test_reproduce_dry_run_plans_every_task(tmp_path):
     assert "twentyq_split" not in stats and "twentyq_clean" not in stats  # no 20Q raw data
 
 
-def test_the_finetune_overlay_adds_the_protoqa_finetuned_arm():
+def test_the_finetune_overlay_adds_the_finetuned_arms():
     """config/reproduce-finetune.yaml over reproduce.yaml: SmolLM2-135M fine-tuned on a seeded
     subset of the ProtoQA GPT-2 text, sampled beside the zero-shot models and scored by no other
-    task."""
+    task; SmolLM2-135M fine-tuned on overlap-free CSQA2 train, scored by 20Q only; the QADS arm."""
     from csbench.config import SCHEMA, validate
     from csbench.finetune import settings
     from csbench.modelspec import check_config_models
@@ -101,4 +101,14 @@ def test_the_finetune_overlay_adds_the_protoqa_finetuned_arm():
     assert 0 < s["fraction"] < 1
     zero_shot = list(rep["models"]["lm"])
     assert overlay["protoqa"]["generation"]["models"] == zero_shot + [name]
-    assert overlay["winowhat"]["models"] == overlay["twentyq"]["scoring"]["models"] == zero_shot
+    assert overlay["winowhat"]["models"] == zero_shot
+    # the 20Q arm: all of the overlap-free CSQA2 train table (its own fraction over the section's),
+    # scored by 20Q only; the QADS arm on the reproduce run's article folds
+    ft20q = "smollm2-135m-20q-ft"
+    s = settings(cfg, ft20q)
+    assert (s["base"], s["data"], s["epochs"], s["batch"], s["grad_accum"], s["fraction"]) == (
+        "smollm2-135m", "twentyq_ft/csqa2", 1, 8, 1, 1.0)
+    assert overlay["twentyq"]["scoring"]["models"] == zero_shot + [ft20q]
+    assert ft20q not in overlay["protoqa"]["generation"]["models"]
+    assert overlay["qads"]["finetune"]["add_rewritten"] == "one"
+    assert rep["qads"]["finetune"]["train_on"] == "squad"  # the arm adds to another set

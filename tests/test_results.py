@@ -13,7 +13,7 @@ from csbench import results as R
 from csbench.errors import InputError
 from csbench.protoqa.report import PQ_METRICS
 from csbench.record import validate
-from csbench.twentyq.prompts import VARIANTS
+from csbench.twentyq.prompts import PROMPTED
 
 REPO = Path(__file__).resolve().parents[1]
 ANCHORS = REPO / "resources" / "published_anchors.tsv"
@@ -76,7 +76,7 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
            "cal_f1_ci_high": 0.7, "cal_pct_pred_yes": 48.0, "cal_threshold_median": -1.2, "cal_folds": 5,
            "ci_level": 0.95}
     tq = [{"model": m, "variant": v, "n": 10, "f1": 0.4, "accuracy": 0.55, "nll": 0.7, "pct_pred_yes": 40.0,
-           **cal, **prov} for m in ("m1", "m2") for v in VARIANTS]
+           **cal, **prov} for m in ("m1", "m2") for v in PROMPTED]
     audit = [{"audit": "csqa2", "n_train": 9, "n_test": 5, "exact_duplicate_pairs": 1,
               "normalised_duplicate_pairs": 0, "test_items_with_duplicate": 1, "top1_mean": 0.5,
               "top1_q50": 0.5, "top1_q90": 0.7, "top1_q99": 0.9, "top1_max": 1.0, "pct_top1_ge_0.8": 20.0,

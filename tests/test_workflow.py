@@ -318,6 +318,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "qads.qa.models": [],
         "qads.finetune.train_on": "all",
         "qads.finetune.score_on": ["one", "original"],
+        "qads.finetune.add_rewritten": "all",  # the demo trains on `one` already
         "results.anchors": str(anchors),
         "contamination.corpora": {"books": {"paths": ["resources/demo/corpus/books/book*"]}},
         "contamination.methods": ["exact", "semantic"],  # the lexical scan loses ngram
@@ -338,12 +339,9 @@ INERT = {
        for s in ("twentyq", "protoqa", "winogrande", "wsc273", "winowhat", "squad_v2", "csqa2",
                  "com2sense", "wsd_eval") for k in ("url", "archive", "urls")},
     "twentyq.scoring.reference_lm": "the demo has one LM: its reference LM is that model already",
-<<<<<<< HEAD
     "winowhat.models": "the demo scores one LM in winowhat (winowhat.models: [smollm2-135m]) already",
-=======
-    "winowhat.models": "the demo has one LM: every model is that model already",
-    "contamination.signals.models": "the demo has one LM: every model is that model already",
->>>>>>> main
+    "contamination.signals.models": "the demo computes the signals of one LM "
+                                    "(contamination.signals.models: [smollm2-135m]) already",
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
     "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
@@ -461,6 +459,23 @@ def test_a_finetuned_model_retrains_only_when_its_base_data_or_settings_change(d
     for name in ("sampling", "other_task", "resources"):
         assert "finetune_model" not in got[name].get("run", ["error"]), (name, got[name])
     assert got["resources"]["run"] == [], got["resources"]
+
+
+def test_the_20q_finetuned_arm_reruns_when_its_training_items_change(demo_run, tmp_path):
+    """The demo's 20Q fine-tuned model trains on the 20Q split's items admitted against the scored
+    test items (twentyq_finetune_data): another admission threshold rebuilds the table and retrains
+    it; the prompted variants rescore the base model only, the fine-tuned variants the fine-tuned
+    model only."""
+    changes = {
+        "admission": {"twentyq": {"finetune": {"max_similarity": 0.7}}},
+        "prompted": {"twentyq": {"scoring": {"variants": ["zero_shot"]}}},
+        "fine_tuned": {"twentyq": {"scoring": {"fine_tuned_variants": ["fine_tuned"]}}},
+    }
+    got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml", changes, tmp_path)
+    assert {"twentyq_finetune_data", "finetune_model", "twentyq_score"} <= set(got["admission"]["rerun"])
+    for name in ("prompted", "fine_tuned"):
+        assert "finetune_model" not in got[name]["run"] and "twentyq_score" in got[name]["rerun"]
+    assert "twentyq_finetune_data" not in got["fine_tuned"]["run"]
 
 
 def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):

@@ -214,30 +214,44 @@ rule qads_score:
 
 QADS_FT = QD["finetune"]
 QADS_FT_TAG = _qdw.finetune_tag(QADS_FT)
-QADS_FT_SETS = _qdw.finetune_sets(QADS_FT)  # trained on + scored, in order
+# tag -> settings of each run: the plain one and, with add_rewritten, the QADS arm (<tag>+<mode>:
+# the same folds, the rewritten questions of the training articles added to the training questions)
+QADS_FT_ARMS = _qdw.finetune_arms(QADS_FT)
+QADS_FT_TAGS = "|".join(re.escape(t) for t in QADS_FT_ARMS)
+
+
+def qads_ft_sets(wc):
+    """The question sets one run reads (trained on + scored [+ added]), in order, without squad."""
+    return [s for s in _qdw.finetune_sets(QADS_FT_ARMS[wc.ft_tag]) if s != "squad"]
+
+
+def qads_ft_squad(wc):
+    sets = _qdw.finetune_sets(QADS_FT_ARMS[wc.ft_tag])
+    return [data_table("squad_v2", QD["questions"]["table"])] if "squad" in sets else []
 
 
 rule qads_finetune_fold:
     input:
-        sets=[QADS_JSON[s] for s in QADS_FT_SETS if s != "squad"],
-        squad=[data_table("squad_v2", QD["questions"]["table"])] if "squad" in QADS_FT_SETS else [],
+        sets=lambda wc: [QADS_JSON[s] for s in qads_ft_sets(wc)],
+        squad=qads_ft_squad,
         model=lambda wc: model_dir(wc.model),
     output:
-        scores=f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.tsv",
-        predictions=f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.predictions.json",
+        scores=f"{QADS}/finetune/folds/{{model}}.{{ft_tag}}.fold{{fold}}.tsv",
+        predictions=f"{QADS}/finetune/folds/{{model}}.{{ft_tag}}.fold{{fold}}.predictions.json",
     wildcard_constraints:
         fold=r"\d+",
+        ft_tag=QADS_FT_TAGS,
     params:
-        ft={k: v for k, v in QADS_FT.items() if k != "enabled"},
+        ft=lambda wc: QADS_FT_ARMS[wc.ft_tag],
         # training runs in fp32 on qa.device; held-out predictions use the span settings
         qa=pick(QD["qa"], "device", "max_answer_len", "null_threshold"),
         questions=QD["questions"],
-        set_names=[s for s in QADS_FT_SETS if s != "squad"],
+        set_names=qads_ft_sets,
         fold=lambda wc: int(wc.fold),
     log:
-        f"logs/qads/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.log",
+        f"logs/qads/finetune/folds/{{model}}.{{ft_tag}}.fold{{fold}}.log",
     benchmark:
-        f"benchmarks/qads/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{{fold}}.tsv"
+        f"benchmarks/qads/finetune/folds/{{model}}.{{ft_tag}}.fold{{fold}}.tsv"
     threads: 2
     resources:
         mem_mb=QA_MEM_MB,
@@ -250,25 +264,28 @@ rule qads_finetune_fold:
 
 rule qads_finetune_gather:
     input:
-        scores=[f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{k}.tsv"
-                for k in range(QADS_FT["folds"])],
-        predictions=[f"{QADS}/finetune/folds/{{model}}.{QADS_FT_TAG}.fold{k}.predictions.json"
-                     for k in range(QADS_FT["folds"])],
-        sets=[QADS_JSON[s] for s in QADS_FT_SETS if s != "squad"],
-        squad=[data_table("squad_v2", QD["questions"]["table"])] if "squad" in QADS_FT_SETS else [],
+        scores=expand(f"{QADS}/finetune/folds/{{{{model}}}}.{{{{ft_tag}}}}.fold{{k}}.tsv",
+                      k=range(QADS_FT["folds"])),
+        predictions=expand(f"{QADS}/finetune/folds/{{{{model}}}}.{{{{ft_tag}}}}.fold{{k}}.predictions.json",
+                           k=range(QADS_FT["folds"])),
+        sets=lambda wc: [QADS_JSON[s] for s in qads_ft_sets(wc)],
+        squad=qads_ft_squad,
         domains=f"{QADS}/domains.tsv",
     output:
-        report(f"{QADS}/finetune/{{model}}.{QADS_FT_TAG}.tsv",
+        report(f"{QADS}/finetune/{{model}}.{{ft_tag}}.tsv",
                caption="../report/qads_finetune.rst", category="QADS"),
-        by_domain=report(f"{QADS}/finetune/{{model}}.{QADS_FT_TAG}.by_domain.tsv",
+        by_domain=report(f"{QADS}/finetune/{{model}}.{{ft_tag}}.by_domain.tsv",
                          caption="../report/qads_finetune_by_domain.rst", category="QADS"),
+    wildcard_constraints:
+        ft_tag=QADS_FT_TAGS,
     params:
         questions=QADS_FT["questions"],
         select=QD["questions"],
-        set_names=[s for s in QADS_FT_SETS if s != "squad"],
+        set_names=qads_ft_sets,
+        trained_on=lambda wc: _qdw.trained_on(QADS_FT_ARMS[wc.ft_tag]),
         verified=QADS_VERIFIED,
     log:
-        f"logs/qads/finetune/{{model}}.{QADS_FT_TAG}.log",
+        f"logs/qads/finetune/{{model}}.{{ft_tag}}.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -285,6 +302,6 @@ register_targets(
                                      "qa_scores.tsv")]
     + [QADS_BLOCKS]
     + ([f"{QADS}/verified/{f}" for f in ("agreement.tsv", "summary.json")] if QADS_VERIFIED else [])
-    + ([f"{QADS}/finetune/{m}.{QADS_FT_TAG}{kind}.tsv" for m in config["models"]["qa"]
-        for kind in ("", ".by_domain")] if QADS_FT["enabled"] else []),
+    + ([f"{QADS}/finetune/{m}.{tag}{kind}.tsv" for m in config["models"]["qa"]
+        for tag in QADS_FT_ARMS for kind in ("", ".by_domain")] if QADS_FT["enabled"] else []),
 )

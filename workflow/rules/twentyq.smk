@@ -10,6 +10,7 @@ TQ = config["twentyq"]  # defaults filled by the config validation in the Snakef
 TQ_MODELS = _tqw.scoring_models(TQ, config["models"]["lm"])
 TQ_REFERENCE = _tqw.reference_lm(TQ, config["models"]["lm"])
 TQ_BENCHMARKS = TQ["benchmarks"]
+TQ_FT_TABLES = _tqw.finetune_tables(MODEL_SPECS)  # benchmarks a finetune spec trains on
 
 
 rule twentyq_clean:
@@ -82,6 +83,37 @@ rule twentyq_csqa2:
         "../scripts/twentyq_csqa2.py"
 
 
+# The fine-tuned arm (the paper's §6.3): a benchmark's training items kept by the split rules
+# against its scored test items, as a prompt/completion table that a `finetune` model spec names as
+# `data: twentyq_ft/<benchmark>` (csbench.twentyq.finetune; trained by finetune_model, models.smk).
+rule twentyq_finetune_data:
+    input:
+        train=lambda wc: f"{_tqw.BENCHMARK_DIRS[wc.bench]}/split/train.parquet",
+        test=lambda wc: f"{_tqw.BENCHMARK_DIRS[wc.bench]}/split/test.parquet",
+        encoder_model=embedder_input(),
+    output:
+        table=_tqw.finetune_data("{bench}"),
+        admission=report(_tqw.finetune_admission("{bench}"),
+                         caption="../report/twentyq_finetune_admission.rst", category="20Q"),
+    wildcard_constraints:
+        bench="|".join(_tqw.BENCHMARK_DIRS),
+    params:
+        admission=TQ["finetune"],
+        encoder=embedder_spec(),
+    log:
+        "logs/twentyq/finetune/{bench}.data.log",
+    benchmark:
+        "benchmarks/twentyq/finetune/{bench}.data.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        gpu=0,
+    conda:
+        "../../envs/lm.yaml"
+    script:
+        "../scripts/twentyq_finetune_data.py"
+
+
 rule twentyq_topic_frequency:
     input:
         test=f"{TWENTYQ}/{{yesno}}split/test.parquet",
@@ -118,7 +150,10 @@ rule twentyq_score:
     wildcard_constraints:
         yesno=_tqw.YESNO_WILDCARD,
     params:
-        scoring=pick(TQ["scoring"], "variants", "seed"),
+        # a fine-tuned model is scored in its training prompt (fine_tuned_variants), others prompted
+        scoring=lambda wc: {"variants": TQ["scoring"]["fine_tuned_variants"]
+                            if _tqw.is_fine_tuned(MODEL_SPECS, wc.model)
+                            else TQ["scoring"]["variants"], "seed": TQ["scoring"]["seed"]},
         lm=lambda wc: lm_result(wc.model),
     log:
         "logs/twentyq/{yesno}scores/{model}.log",
@@ -162,4 +197,5 @@ rule twentyq_summary:
 
 
 # The overlap audits (audit.smk, included next) belong to this task: `tasks` has no audit entry.
-register_targets("twentyq", lambda: _tqw.targets(TQ_MODELS, TQ_BENCHMARKS) + _auw.targets(AUDITS))
+register_targets("twentyq", lambda: _tqw.targets(TQ_MODELS, TQ_BENCHMARKS, TQ_FT_TABLES)
+                 + _auw.targets(AUDITS))

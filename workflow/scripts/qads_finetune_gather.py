@@ -27,6 +27,7 @@ rows += pooled(sets, fold_predictions)
 def stamped(df: pd.DataFrame) -> pd.DataFrame:
     """The model's name first, its provenance and ``verified`` last."""
     df.insert(0, "model", snakemake.wildcards.model)
+    df.insert(1, "trained_on", p.trained_on)  # "squad", or "squad + one": the QADS arm
     for col, value in prov.items():
         df[col] = value
     df["verified"] = p.verified  # False: the QADS questions were not checked by annotators
@@ -35,7 +36,7 @@ def stamped(df: pd.DataFrame) -> pd.DataFrame:
 
 out = stamped(pd.DataFrame(rows))
 if "questions" not in out:
-    out.insert(1, "questions", p.questions)
+    out.insert(2, "questions", p.questions)
 log.info("\n%s", out.to_string(index=False))
 domains = top_domain_by_article(pd.read_csv(snakemake.input.domains, sep="\t", keep_default_na=False))
 dom = stamped(pd.DataFrame(by_domain(sets, fold_predictions, domains)))

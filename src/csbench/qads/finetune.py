@@ -7,6 +7,9 @@
 * ``train_on`` / ``score_on`` choose the question set the model is trained on (for example the
   original SQuAD questions, to train a QA head on a pretrained encoder) and the sets scored on the
   held-out fold (for example original, ``one`` and ``all``: the QADS experiment);
+  ``add_rewritten`` (the QADS arm, Table 2's third row) adds the QADS-rewritten versions (mode
+  ``one`` or ``all``) of the training groups' questions to the training questions: the folds are
+  the plain run's, so both arms hold out the same articles;
 * :func:`prepare_features` is the standard SQuAD 2.0 training feature construction: overflowing
   windows (``max_length``/``doc_stride``), start/end token positions of the first gold answer, the
   [CLS] index (0 when the tokenizer has no CLS) when the question is unanswerable or the answer is
@@ -269,8 +272,17 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
     train_on = ft["train_on"] or mode
     score_on = list(ft["score_on"] or [mode])
     by = ft["group_by"]
-    plan = fold_plan(sets, train_on, ft["folds"], ft["seed"], by)
+    add = ft.get("add_rewritten")
+    # the folds do not depend on the added set: the plain and the QADS arm hold out the same groups
+    plan = fold_plan({k: v for k, v in sets.items() if k != add or k in (train_on, *score_on)},
+                     train_on, ft["folds"], ft["seed"], by)
     train_rows = [r for r in flatten(sets[train_on]) if plan[group_key(r, by)] != fold]
+    if add:  # the QADS arm: the rewritten questions of the training groups added
+        extra = [r for r in flatten(sets[add])
+                 if group_key(r, by) in plan and plan[group_key(r, by)] != fold]
+        log.info("fold %d: %d rewritten questions of %r added to the %d of %r", fold, len(extra),
+                 add, len(train_rows), train_on)
+        train_rows += extra
     limit = ft["train_limit"] or 0
     if 0 < limit < len(train_rows):  # a seeded sample of the training questions (CPU budgets)
         keep = sorted(random.Random(ft["seed"] + fold).sample(range(len(train_rows)), limit))

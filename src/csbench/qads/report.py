@@ -9,6 +9,9 @@ from ..findings import Finding, anchor, at_baseline, effect_text, judge, points
 from ..sections import (Section, is_random, markdown_table, num, pct, random_note, read_table, select,
                         write_summary)
 
+# the training labels of the fine-tuned rows: the plain article folds, and the QADS arm's
+# "<plain> + QADS-<mode> training questions"
+PLAIN_TRAINING, ARM_TRAINING = "fine-tuned (article folds)", " + QADS-"
 TITLE = "QADS: WSD and QA on synonym-substituted SQuAD 2.0 questions"
 PAPER = "QADS"  # whose findings this section checks
 
@@ -92,7 +95,11 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
             continue
         df = df[df["fold"].astype(str) == "pooled"].copy()
         df["training"] = df["split"].map({"base": "none (before fine-tuning)",
-                                          "finetuned": "fine-tuned (article folds)"}).fillna(df["split"])
+                                          "finetuned": PLAIN_TRAINING}).fillna(df["split"])
+        arm = qads_arm(df)
+        if arm:  # the QADS arm (Table 2's third row): its fine-tuned rows say what was added
+            df.loc[df["split"] == "finetuned", "training"] = \
+                f"{PLAIN_TRAINING}{ARM_TRAINING}{arm} training questions"
         frames.append(df)
     if not frames:
         return pd.DataFrame()
@@ -143,7 +150,8 @@ def qads_qa_domains_table(paths: list[str]) -> pd.DataFrame:
     """Per model and topic domain: articles, and n / F1 / HasAns F1 per question set (wide), with
     the HasAns F1 change from the original questions to ``one`` and ``all``."""
     frames = [read_table(p) for p in paths]
-    frames = [f for f in frames if not f.empty]
+    frames = [f.assign(model=f["model"].astype(str) + f" + QADS-{qads_arm(f)} training")
+              if qads_arm(f) else f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame()
     df = pd.concat(frames, ignore_index=True)
@@ -188,6 +196,15 @@ def qads_domains_markdown(df: pd.DataFrame) -> str:
     return ("Per article: the WordNet topic domains of the disambiguated words of a seeded sample of its "
             "questions (`qads.domains`).\n\n" + markdown_table(df.fillna("–")))
 
+
+
+def qads_arm(df: pd.DataFrame) -> str:
+    """The QADS mode a fine-tuning table's run added to its training questions (``trained_on``
+    ``squad + one``: the QADS arm), or "" for a plain run (and tables written before the arm)."""
+    if "trained_on" not in df or df.empty:
+        return ""
+    v = str(df["trained_on"].iloc[0])
+    return v.split("+", 1)[1].strip() if "+" in v else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +268,9 @@ def findings(q: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
                            why="no QA model scored before fine-tuning on QADS"))
     tuned = q.loc[q["training"].str.startswith("fine-tuned"), "questions"]
     qads = "all" if (tuned == "all").any() else "one"
+    arm = q.loc[q["training"].str.contains(ARM_TRAINING, regex=False), "training"]
+    if not arm.empty:  # the QADS arm: its added mode is the set Table 2's third row scores
+        qads = arm.iloc[0].split(ARM_TRAINING, 1)[1].split()[0]
     out.append(_recovery(q, f1, qads, baseline, rec_paper, rec_claim, ids[1:]))
     return out
 
@@ -264,6 +284,12 @@ def _recovery(q, f1, qads, baseline, paper, claim, ids) -> Finding:
     model, training = tuned["model"].iloc[0], tuned["training"].iloc[0]
     before = "none (before fine-tuning)"
     f.system = f"{model}, `{qads}` questions"
+    arm = tuned[tuned["training"].str.contains(ARM_TRAINING, regex=False)]
+    if not arm.empty:  # the QADS arm beside the plain folds: before = without the QADS questions
+        model, training = arm["model"].iloc[0], arm["training"].iloc[0]
+        before = PLAIN_TRAINING
+        f.system = (f"{model}, `{qads}` questions, article folds without → with QADS-{qads} "
+                    "training questions")
     orig = f1.get((model, before, "original"), f1.get((model, "none (as configured)", "original")))
     vals = [orig, f1.get((model, before, qads)), f1.get((model, training, qads))]
     if any(v is None for v in vals):

@@ -57,9 +57,34 @@ def finetune_tag(ft: dict) -> str:
 
 
 def finetune_sets(ft: dict) -> list[str]:
-    """The question sets a fine-tuning run reads: trained on, then scored (no repeats)."""
+    """The question sets a fine-tuning run reads: trained on, then scored, then the QADS arm's
+    added set (``add_rewritten``) where it is set (no repeats)."""
     train_on = ft["train_on"] or ft["questions"]
-    return list(dict.fromkeys([train_on, *(ft["score_on"] or [ft["questions"]])]))
+    added = [ft["add_rewritten"]] if ft.get("add_rewritten") else []
+    return list(dict.fromkeys([train_on, *(ft["score_on"] or [ft["questions"]]), *added]))
+
+
+def finetune_arms(ft: dict) -> dict[str, dict]:
+    """File tag -> the settings of each fine-tuning run: the plain one (``finetune_tag``, no
+    ``add_rewritten``) and, with ``add_rewritten: <mode>``, the QADS arm (``<tag>+<mode>``: the
+    same folds, the rewritten questions of the training groups added); ``enabled`` left out."""
+    add = ft.get("add_rewritten")
+    if add and add == (ft["train_on"] or ft["questions"]):
+        raise ValueError(f"qads.finetune.add_rewritten: {add!r} is the set the plain run trains on "
+                         "already (train_on); the QADS arm adds rewritten questions to another set, "
+                         "e.g. train_on: squad")
+    plain = {k: v for k, v in ft.items() if k not in ("enabled", "add_rewritten")}
+    arms = {finetune_tag(ft): plain}
+    if ft.get("add_rewritten"):
+        arms[f"{finetune_tag(ft)}+{ft['add_rewritten']}"] = {**plain,
+                                                             "add_rewritten": ft["add_rewritten"]}
+    return arms
+
+
+def trained_on(ft: dict) -> str:
+    """What a run trained on, as RESULTS.md shows it: ``squad`` or ``squad + one`` (the QADS arm)."""
+    base = ft.get("train_on") or ft["questions"]
+    return f"{base} + {ft['add_rewritten']}" if ft.get("add_rewritten") else base
 
 
 def finetune_inputs(set_names: list[str], set_paths: list[str], squad_tables: list[str],

@@ -1,5 +1,6 @@
-"""Prompts of the 20Q paper: zero-shot, few-shot (2 yes + 2 no training examples, seeded order)
-and the question-bias ablation without the topic line.
+"""Prompts of the 20Q paper: zero-shot, few-shot (2 yes + 2 no training examples, seeded order),
+the fine-tuned model's prompt (the item's block alone) and the question-bias ablation without the
+topic line.
 
 Prompts are :class:`csbench.lm.prompt.Prompt` parts: the header is the task's description, each
 example a (question block, answer) turn, the item's block the question. Their raw text is the
@@ -14,7 +15,11 @@ import pandas as pd
 from ..prompt import Prompt
 
 HEADER = "You are playing a game of 20 questions.\nAnswer the following question about with yes or no.\n\n"
-VARIANTS = ("zero_shot", "few_shot", "zero_shot_no_topic", "few_shot_no_topic")
+PROMPTED = ("zero_shot", "few_shot", "zero_shot_no_topic", "few_shot_no_topic")
+# A fine-tuned model (the paper's §6.3) is scored in the prompt it was trained on: the item's block
+# alone, no header, no examples (csbench.twentyq.finetune); *_no_topic is its no-topic ablation.
+FINE_TUNED = ("fine_tuned", "fine_tuned_no_topic")
+VARIANTS = PROMPTED + FINE_TUNED
 ANSWERS = (" yes", " no")  # continuations: the target delimiter (a space) and the answer
 
 
@@ -26,6 +31,11 @@ def item_block(question: str, topic: str | None) -> str:
 
 def zero_shot(question: str, topic: str | None) -> Prompt:
     return Prompt(item_block(question, topic), description=HEADER)
+
+
+def fine_tuned(question: str, topic: str | None) -> Prompt:
+    """The fine-tuning prompt of the paper's §6.3: the item's block alone."""
+    return Prompt(item_block(question, topic))
 
 
 def few_shot(question: str, topic: str | None, examples: list[tuple[str, str, str]]) -> Prompt:
@@ -58,6 +68,8 @@ def build_prompts(test: pd.DataFrame, train: pd.DataFrame, variant: str,
         raise ValueError(f"unknown prompt variant {variant!r}; known: {VARIANTS}")
     with_topic = not variant.endswith("no_topic")
     topics = [t if with_topic else None for t in test["subject"]]
+    if variant.startswith("fine_tuned"):
+        return [fine_tuned(q, t) for q, t in zip(test["question"], topics)]
     if variant.startswith("zero_shot"):
         return [zero_shot(q, t) for q, t in zip(test["question"], topics)]
     shots = sample_shots(train, len(test), seed)

@@ -12,7 +12,7 @@ from ..findings import (INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Findi
                         at_baseline, difference_interval, effect_text, judge, points, with_interval)
 from ..sections import (Section, ci, markdown_table, num, pct, random_note, read_table, select,
                         write_summary)
-from .prompts import VARIANTS
+from .prompts import FINE_TUNED, VARIANTS
 
 TITLE = "20Q method: yes/no scoring and overlap audits"
 PAPER = "20Q"  # whose findings this section checks
@@ -25,6 +25,8 @@ def yesno_benchmark(path: str) -> str:
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
     return {"metrics": [p for p in select(targets, "metrics.tsv") if "/twentyq/" in p],
+            "admission": [p for p in select(targets, ".admission_counts.tsv")
+                          if "/twentyq/finetune/" in p],
             "audits": select(targets, "audit/summary.tsv")}
 
 
@@ -32,6 +34,8 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
     out = {}
     if ins.get("metrics"):
         out["twentyq_yesno"] = "twentyq_yesno.tsv"
+    if ins.get("admission"):
+        out["twentyq_ft_admission"] = "twentyq_finetune_admission.tsv"
     if ins.get("audits"):
         out["audits"] = "audits.tsv"
     return out
@@ -50,8 +54,15 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
         sec.tables["twentyq_baselines"] = baselines(t)
         write_summary(t, outputs["twentyq_yesno"])
         body.append(twentyq_markdown(t) + random_note(t))
+        if not t.empty and (t["arm"] == "fine_tuned").any():
+            body.append("### Fine-tuned arm (Table 5 layout)\n\n" + table5_markdown(t))
     else:
         body.append("No yes/no scores (no causal LM configured).")
+    if ins.get("admission"):
+        adm = pd.concat([read_table(p) for p in ins["admission"]], ignore_index=True)
+        sec.tables["twentyq_ft_admission"] = adm
+        write_summary(adm, outputs["twentyq_ft_admission"])
+        body.append("### Fine-tuned arm: overlap-free training items\n\n" + admission_markdown(adm))
     if ins.get("audits"):
         a = read_table(ins["audits"][0])
         sec.tables["audits"] = a
@@ -75,6 +86,11 @@ def twentyq_table(paths: list[str]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
     df = pd.concat(frames, ignore_index=True)
+    # the fine-tuned arm's rows: arm = fine_tuned (variants fine_tuned, fine_tuned_no_topic), and
+    # every row names the model it starts from (a fine-tuned model's base, from its model_source)
+    df["arm"] = df["variant"].map(lambda v: "fine_tuned" if v in FINE_TUNED else "prompted")
+    df["base_model"] = [base_model(m, src) for m, src in
+                        zip(df["model"], df.get("model_source", pd.Series([""] * len(df))))]
     df["_v"] = df["variant"].map(lambda v: VARIANTS.index(v) if v in VARIANTS else 9)
     df["_b"] = df["benchmark"] != "CSQA2 dev"
     return df.sort_values(["_b", "benchmark", "model", "_v"]).drop(columns=["_v", "_b"]) \
@@ -83,6 +99,7 @@ def twentyq_table(paths: list[str]) -> pd.DataFrame:
 
 def twentyq_markdown(df: pd.DataFrame) -> str:
     parts = []
+    ft = "arm" in df and (df["arm"] == "fine_tuned").any()
     for bench in df["benchmark"].unique():
         d = df[df["benchmark"] == bench]
         show = pd.DataFrame({"model": d["model"], "prompt": d["variant"].str.replace("_", " "),
@@ -101,14 +118,16 @@ def twentyq_markdown(df: pd.DataFrame) -> str:
         for model in d["model"].unique():
             g = d[d["model"] == model].set_index("variant")["accuracy"]
             row = {"model": model}
-            for base in ("zero_shot", "few_shot"):
+            for base in ("zero_shot", "few_shot") + (("fine_tuned",) if ft else ()):
                 w, wo = g.get(base, float("nan")), g.get(f"{base}_no_topic", float("nan"))
                 row[f"{base.replace('_', '-')} with / without topic"] = \
                     f"{pct(w)} / {pct(wo)} ({num(w - wo, 1, 100)})"
             abl.append(row)
         parts += [f"**{bench}**: binary F1 (yes positive), accuracy in %, mean NLL (nats) of the gold "
                   "answer with p(yes) and p(no) renormalised, per prompt (the paper's zero-shot and "
-                  "4-shot prompts, and both without the topic line).",
+                  "4-shot prompts, and both without the topic line"
+                  + ("; fine-tuned models in their training prompt, with and without the topic" if ft
+                     else "") + ").",
                   markdown_table(show)]
         if "auroc" in d:  # tables written before the calibrated metrics have none
             parts += [twentyq_calibrated_markdown(d)]
@@ -136,6 +155,57 @@ def twentyq_calibrated_markdown(d: pd.DataFrame) -> str:
             "fold predicted with the threshold that maximises accuracy on the others); "
             f"{level} percentile bootstrap intervals over items.\n\n" + markdown_table(show))
 
+
+
+def base_model(model: str, source) -> str:
+    """The model a row's model starts from: a fine-tuned model's base (its ``model_source`` reads
+    ``finetune:<base>=<base source> on <data>``, :mod:`csbench.finetune`), else the model."""
+    src = "" if source is None or (isinstance(source, float) and pd.isna(source)) else str(source)
+    if src.startswith("finetune:") and "=" in src:
+        return src[len("finetune:"):].split("=", 1)[0]
+    return model
+
+
+def table5_markdown(df: pd.DataFrame) -> str:
+    """The paper's Table 5 layout per test set and base model: zero-shot (Z-S), few-shot (F-S) and
+    fine-tuned (F-T) side by side for F1, NLL, accuracy and AUROC, and the fine-tuned model without
+    the topic (F-T −topic)."""
+    cols = {"Z-S": ("prompted", "zero_shot"), "F-S": ("prompted", "few_shot"),
+            "F-T": ("fine_tuned", "fine_tuned"), "F-T −topic": ("fine_tuned", "fine_tuned_no_topic")}
+    fmt = {"F1": ("f1", pct), "NLL": ("nll", lambda v: num(v, 3)), "accuracy": ("accuracy", pct),
+           "AUROC": ("auroc", lambda v: num(v, 3))}
+    rows = []
+    for bench in df["benchmark"].unique():
+        d = df[df["benchmark"] == bench]
+        for base in d.loc[d["arm"] == "fine_tuned", "base_model"].unique():
+            for ft_model in d.loc[(d["arm"] == "fine_tuned") & (d["base_model"] == base),
+                                  "model"].unique():
+                row = {"test set": bench, "base model": base, "fine-tuned model": ft_model}
+                for label, (col, f) in fmt.items():
+                    for name, (arm, variant) in cols.items():
+                        model = ft_model if arm == "fine_tuned" else base
+                        hit = d[(d["model"] == model) & (d["variant"] == variant)]
+                        v = hit[col].iloc[0] if len(hit) and col in hit else float("nan")
+                        row[f"{label} {name}"] = f(v)
+                rows.append(row)
+    return ("The paper's Table 5 layout: each base model zero-shot (Z-S) and 4-shot (F-S), and "
+            "fine-tuned for one epoch on its overlap-free training items (F-T; scored in its "
+            "training prompt) and without the topic line (F-T −topic, the paper's ablation). F1 "
+            "(yes positive) and accuracy in %, mean NLL (nats) of the gold answer, AUROC of the "
+            "log-odds (intervals in the calibrated table above).\n\n" + markdown_table(pd.DataFrame(rows)))
+
+
+def admission_markdown(a: pd.DataFrame) -> str:
+    show = pd.DataFrame({"training items of": a["benchmark"], "rule": a["step"],
+                         "against (scored items)": a["against"].map(lambda v: num(v, 0)),
+                         "removed": a["removed"].map(lambda v: num(v, 0)),
+                         "kept": a["kept"].map(lambda v: num(v, 0)),
+                         "kept %": a["kept_pct"].map(lambda v: num(v, 1))})
+    return ("Training items of the fine-tuned arm kept by the 20Q split rules against the scored "
+            "test items, applied in turn (lexical: same stemmed bag of words of the question or the "
+            "topic; wordnet: the topic shares a synset with a scored topic; embedding: question or "
+            "topic cosine above the threshold to any scored question or topic; docs/twentyq.md)."
+            "\n\n" + markdown_table(show))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,15 +258,29 @@ def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Find
         yes_f1 = 100 * base.loc[base["baseline"] == "always yes", "f1"].iloc[0] if len(base) else float("nan")
         baseline = f"always yes {points(yes_f1)}" if len(base) else "–"
         has_arm = d["variant"].str.startswith("fine_tuned").any()
+        # a fine-tuned model (a `finetune` spec, its own rows) is compared with its base model's
+        # prompted rows; that base then needs no "no fine-tuned arm" row of its own
+        ft_base = ({m: b for m, b, arm in zip(d["model"], d["base_model"], d["arm"])
+                    if arm == "fine_tuned" and b != m} if "base_model" in d else {})
         for model in d["model"].unique():
             g = {r["variant"]: r for r in d[d["model"] == model].to_dict("records")}
+            if model in ft_base:
+                for r in d[(d["model"] == ft_base[model]) & (d["arm"] == "prompted")].to_dict("records"):
+                    g.setdefault(r["variant"], r)
             tuned = next((v for v in g if v.startswith("fine_tuned") and "no_topic" not in v), None)
             f = Finding("20Q", claim_ft, paper_ft, baseline=baseline, system=f"{model}, {bench}",
                         metric="F1", anchors=ids_ft)
-            if tuned is None and (has_arm or model == d["model"].iloc[0]):
+            if model in ft_base:
+                f.system = f"{model} vs {ft_base[model]} prompted, {bench}"
+            if tuned is None and model in set(ft_base.values()):
+                pass  # its fine-tuned model's row says it
+            elif tuned is None and (has_arm or model == d["model"].iloc[0]):
                 if not has_arm:  # one row says it for every model
                     f.system = f"every model, {bench}"
                 f.verdict, f.why = judge(missing="no fine-tuned arm in this run: prompting only")
+                out.append(f)
+            elif tuned is not None and not any(v in g for v in ("zero_shot", "few_shot")):
+                f.verdict, f.why = judge(missing="no prompted scores of the same base model")
                 out.append(f)
             elif tuned is not None:
                 best = max((v for v in ("zero_shot", "few_shot") if v in g), key=lambda v: g[v]["f1"])

@@ -87,7 +87,10 @@ def plot_nll_by_quartile(per_model: dict[str, pd.DataFrame], path, variant: str 
     pos, data, labels = [], [], []
     for mi, m in enumerate(models):
         df = per_model[m]
-        df = df[df["variant"] == variant]
+        # a fine-tuned model has no prompted variant: its own prompt stands in for it
+        shown = variant if (df["variant"] == variant).any() else variant.replace(
+            variant.removesuffix("_no_topic"), "fine_tuned")
+        df = df[df["variant"] == shown]
         for qi, q in enumerate(quartiles):
             pos.append(mi * (len(quartiles) + 1) + qi)
             data.append(df.loc[df["quartile"] == q, "nll"].to_numpy())

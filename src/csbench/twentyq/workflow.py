@@ -27,8 +27,38 @@ BENCHMARK_DIRS = {"twentyq": ROOT, "csqa2": f"{ROOT}/csqa2"}
 YESNO_WILDCARD = "|".join(d[len(ROOT) + 1:] + "/" if d != ROOT else "" for d in BENCHMARK_DIRS.values())
 
 
-def targets(models: list[str], benchmarks=("twentyq",)) -> list[str]:
+# The fine-tuned arm's training tables: results/data/<FT_SOURCE>/<benchmark>.parquet, named by a
+# finetune spec as `data: twentyq_ft/<benchmark>` (csbench.twentyq.finetune); the admission counts
+# beside the task's other outputs.
+FT_SOURCE = "twentyq_ft"
+
+
+def finetune_data(table: str) -> str:
+    return f"results/data/{FT_SOURCE}/{table}.parquet"
+
+
+def finetune_admission(table: str) -> str:
+    return f"{ROOT}/finetune/{table}.admission_counts.tsv"
+
+
+def finetune_tables(specs: dict) -> list[str]:
+    """The benchmarks whose fine-tuning table a configured finetune spec trains on."""
     out = []
+    for spec in specs.values():
+        data = dict(spec.finetune).get("data", "") if spec.kind == "finetune" else ""
+        src, _, table = data.partition("/")
+        if src == FT_SOURCE and table in BENCHMARK_DIRS and table not in out:
+            out.append(table)
+    return out
+
+
+def is_fine_tuned(specs: dict, name: str) -> bool:
+    spec = specs.get(name)
+    return spec is not None and spec.kind == "finetune"
+
+
+def targets(models: list[str], benchmarks=("twentyq",), ft_tables=()) -> list[str]:
+    out = [finetune_admission(t) for t in ft_tables]
     if "twentyq" in benchmarks:  # building the 20Q split needs the 20Q raw data
         out += [f"{ROOT}/cleaning_counts.tsv", f"{ROOT}/split/statistics.tsv",
                 f"{ROOT}/split/admission_counts.tsv"]
