@@ -220,20 +220,17 @@ QADS_FT_ARMS = _qdw.finetune_arms(QADS_FT)
 QADS_FT_TAGS = "|".join(re.escape(t) for t in QADS_FT_ARMS)
 
 
-def qads_ft_sets(wc):
-    """The question sets one run reads (trained on + scored [+ added]), in order, without squad."""
-    return [s for s in _qdw.finetune_sets(QADS_FT_ARMS[wc.ft_tag]) if s != "squad"]
-
-
-def qads_ft_squad(wc):
-    sets = _qdw.finetune_sets(QADS_FT_ARMS[wc.ft_tag])
-    return [data_table("squad_v2", QD["questions"]["table"])] if "squad" in sets else []
+# tag -> the question sets that run reads (trained on + scored [+ added]), in order, and whether
+# one of them is the SQuAD table itself
+QADS_FT_SETS = {t: _qdw.finetune_sets(arm) for t, arm in QADS_FT_ARMS.items()}
+QADS_FT_FILES = {t: [s for s in sets if s != "squad"] for t, sets in QADS_FT_SETS.items()}
 
 
 rule qads_finetune_fold:
     input:
-        sets=lambda wc: [QADS_JSON[s] for s in qads_ft_sets(wc)],
-        squad=qads_ft_squad,
+        sets=lambda wc: [QADS_JSON[s] for s in QADS_FT_FILES[wc.ft_tag]],
+        squad=lambda wc: ([data_table("squad_v2", QD["questions"]["table"])]
+                          if "squad" in QADS_FT_SETS[wc.ft_tag] else []),
         model=lambda wc: model_dir(wc.model),
     output:
         scores=f"{QADS}/finetune/folds/{{model}}.{{ft_tag}}.fold{{fold}}.tsv",
@@ -246,7 +243,7 @@ rule qads_finetune_fold:
         # training runs in fp32 on qa.device; held-out predictions use the span settings
         qa=pick(QD["qa"], "device", "max_answer_len", "null_threshold"),
         questions=QD["questions"],
-        set_names=qads_ft_sets,
+        set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         fold=lambda wc: int(wc.fold),
     log:
         f"logs/qads/finetune/folds/{{model}}.{{ft_tag}}.fold{{fold}}.log",
@@ -268,8 +265,9 @@ rule qads_finetune_gather:
                       k=range(QADS_FT["folds"])),
         predictions=expand(f"{QADS}/finetune/folds/{{{{model}}}}.{{{{ft_tag}}}}.fold{{k}}.predictions.json",
                            k=range(QADS_FT["folds"])),
-        sets=lambda wc: [QADS_JSON[s] for s in qads_ft_sets(wc)],
-        squad=qads_ft_squad,
+        sets=lambda wc: [QADS_JSON[s] for s in QADS_FT_FILES[wc.ft_tag]],
+        squad=lambda wc: ([data_table("squad_v2", QD["questions"]["table"])]
+                          if "squad" in QADS_FT_SETS[wc.ft_tag] else []),
         domains=f"{QADS}/domains.tsv",
     output:
         report(f"{QADS}/finetune/{{model}}.{{ft_tag}}.tsv",
@@ -281,7 +279,7 @@ rule qads_finetune_gather:
     params:
         questions=QADS_FT["questions"],
         select=QD["questions"],
-        set_names=qads_ft_sets,
+        set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         trained_on=lambda wc: _qdw.trained_on(QADS_FT_ARMS[wc.ft_tag]),
         verified=QADS_VERIFIED,
     log:
