@@ -37,6 +37,12 @@ def select(paths, suffix: str) -> list[str]:
     return sorted(p for p in (Path(q).as_posix() for q in paths) if p.endswith(suffix))
 
 
+def summary_files(ins: dict[str, list[str]], files: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """A section's summary files, ``{key: (file name, input role, ...)}``: the keys whose roles
+    have inputs, with their file names, in the order given."""
+    return {key: name for key, (name, *roles) in files.items() if any(ins.get(r) for r in roles)}
+
+
 def read_table(path) -> pd.DataFrame:
     """A TSV result table; an empty file (a task that scored nothing) is an empty table."""
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..findings import Finding, anchor, at_baseline, effect_text, judge, points
-from ..sections import (Section, is_random, markdown_table, num, pct, random_note, read_table, select,
-                        write_summary)
+from ..sections import (Section, is_random, markdown_table, num, pct, random_note, read_table,
+                        select, summary_files, write_summary)
 
 # the training labels of the fine-tuned rows: the plain article folds, and the QADS arm's
 # "<plain> + QADS-<mode> training questions"
@@ -25,14 +25,9 @@ def inputs(targets: list[str]) -> dict[str, list[str]]:
 
 
 def planned(ins: dict[str, list[str]]) -> dict[str, str]:
-    out = {}
-    if ins.get("wsd"):
-        out["qads_wsd"] = "qads_wsd.tsv"
-    if ins.get("qa") or ins.get("finetune"):
-        out["qads_qa"] = "qads_qa.tsv"
-    if ins.get("qa_domains"):
-        out["qads_qa_domains"] = "qads_qa_by_domain.tsv"
-    return out
+    return summary_files(ins, {"qads_wsd": ("qads_wsd.tsv", "wsd"),
+                               "qads_qa": ("qads_qa.tsv", "qa", "finetune"),
+                               "qads_qa_domains": ("qads_qa_by_domain.tsv", "qa_domains")})
 
 
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],

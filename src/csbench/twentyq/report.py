@@ -11,7 +11,7 @@ from ..audit.report import audits_markdown
 from ..findings import (INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Finding, anchor,
                         at_baseline, difference_interval, effect_text, judge, points, with_interval)
 from ..sections import (Section, ci, markdown_table, num, pct, random_note, read_table, select,
-                        write_summary)
+                        summary_files, write_summary)
 from .prompts import FINE_TUNED, VARIANTS
 
 TITLE = "20Q method: yes/no scoring and overlap audits"
@@ -31,14 +31,9 @@ def inputs(targets: list[str]) -> dict[str, list[str]]:
 
 
 def planned(ins: dict[str, list[str]]) -> dict[str, str]:
-    out = {}
-    if ins.get("metrics"):
-        out["twentyq_yesno"] = "twentyq_yesno.tsv"
-    if ins.get("admission"):
-        out["twentyq_ft_admission"] = "twentyq_finetune_admission.tsv"
-    if ins.get("audits"):
-        out["audits"] = "audits.tsv"
-    return out
+    return summary_files(ins, {"twentyq_yesno": ("twentyq_yesno.tsv", "metrics"),
+                               "twentyq_ft_admission": ("twentyq_finetune_admission.tsv", "admission"),
+                               "audits": ("audits.tsv", "audits")})
 
 
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
