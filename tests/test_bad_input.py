@@ -610,6 +610,7 @@ def test_fetched_raw_files_respect_the_umask(tmp_path):
 class _Resp:
     def __init__(self, data: bytes):
         self.data = data
+        self.headers = {}  # no Content-Length: the download limit is checked while reading
 
     def read(self, n=-1):
         out, self.data = (self.data, b"") if n < 0 else (self.data[:n], self.data[n:])
@@ -712,7 +713,7 @@ def test_oversized_archive_member_is_refused(tmp_path, monkeypatch):
     # a member whose header understates its size is cut off while reading, too
     with pytest.raises(InputError, match="exceeds"):
         fetch._copy_limited(__import__("io").BytesIO(b"0" * 50_000), tmp_path / "x", 10_000,
-                            archive, "dev.jsonl")
+                            fetch._bomb(archive, "dev.jsonl", 10_000))
 
 
 @pytest.mark.parametrize("name", ["../outside.jsonl", "/etc/passwd", "a/../../b", ".hidden",
