@@ -100,15 +100,16 @@ def test_the_finetune_overlay_adds_the_finetuned_arms():
         "smollm2-135m", "protoqa/finetune_train", 1, 1, 8)
     assert 0 < s["fraction"] < 1
     zero_shot = list(rep["models"]["lm"])
-    assert overlay["protoqa"]["generation"]["models"] == zero_shot + [name]
+    assert overlay["protoqa"]["generation"]["models"] == rep["protoqa"]["generation"]["models"] + [name]
     assert overlay["winowhat"]["models"] == zero_shot
+    assert overlay["contamination"]["signals"]["models"] == zero_shot
     # the 20Q arm: all of the overlap-free CSQA2 train table (its own fraction over the section's),
     # scored by 20Q only; the QADS arm on the reproduce run's article folds
     ft20q = "smollm2-135m-20q-ft"
     s = settings(cfg, ft20q)
     assert (s["base"], s["data"], s["epochs"], s["batch"], s["grad_accum"], s["fraction"]) == (
         "smollm2-135m", "twentyq_ft/csqa2", 1, 8, 1, 1.0)
-    assert overlay["twentyq"]["scoring"]["models"] == zero_shot + [ft20q]
+    assert overlay["twentyq"]["scoring"]["models"] == rep["twentyq"]["scoring"]["models"] + [ft20q]
     assert ft20q not in overlay["protoqa"]["generation"]["models"]
     assert overlay["qads"]["finetune"]["add_rewritten"] == "one"
     assert rep["qads"]["finetune"]["train_on"] == "squad"  # the arm adds to another set

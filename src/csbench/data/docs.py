@@ -38,6 +38,12 @@ download and on copy from a mirror) except these, whose official bytes could not
 their hash is recorded in `logs/raw/<source>.log` and not checked. Pin one by setting
 `sources.<source>.files.<file>: <sha256>` in your config.
 
+A pinned hash says nothing of a file's size, so a download is read in chunks and refused past
+1 GiB (`csbench.fetch.MAX_DOWNLOAD_BYTES`, far above any default source file), whether its
+`Content-Length` declares more or the bytes keep coming (an endless answer would otherwise fill
+the disk): the job fails at once, not retried, naming the URL and the limit, and leaves no
+partial file.
+
 | file | why it is unpinned |
 |---|---|
 """
