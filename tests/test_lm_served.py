@@ -387,9 +387,14 @@ def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
     (work / "resources" / "demo").symlink_to(repo / "resources" / "demo")
     port = free_port()
     cfg = yaml.safe_load((repo / "resources/demo/config.yaml").read_text())
+    # empty_context: WinoWhat's same-method control scores a sentence whose blank comes first
+    # without a context (the fake server's start token is a word of its own)
     cfg["models"]["lm"] = {"fake": {"openai": {"base_url": f"http://127.0.0.1:{port}/v1",
-                                               "model": "fake-lm"}}}
+                                               "model": "fake-lm", "empty_context": "<s>"}}}
     cfg["protoqa"]["generation"]["models"] = []
+    cfg["twentyq"]["scoring"]["models"] = []
+    cfg["winowhat"]["models"] = None  # every LM: the fake one
+    cfg.get("contamination", {}).get("signals", {}).pop("models", None)
     cfg["lm"] = {"served": {"retries": 1, "backoff": 0.01, "timeout": 10}}
     (work / "fake.yaml").write_text(yaml.safe_dump(cfg))
     target = "results/winowhat/fake/shards/0-of-1.parquet"
@@ -397,7 +402,7 @@ def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
            str(repo / "Snakefile"), "--directory", str(work), "--configfile",
            str(work / "fake.yaml"), "--cores", "2", target]
     env = dict(os.environ, NLTK_DATA=str(repo / "resources/nltk_data"), HF_HUB_OFFLINE="1")
-    with FakeServer(port=port) as fake:
+    with FakeServer(port=port, start="", specials=("<s>",)) as fake:
         fake.die_after = 40
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         answered = dict(fake.prompts)
@@ -405,7 +410,7 @@ def test_workflow_job_fails_cleanly_when_the_server_dies_and_resumes(tmp_path):
     log = (work / "logs/winowhat/fake/score-0-of-1.log").read_text()
     assert f"http://127.0.0.1:{port}/v1/completions: no answer after 2 tries" in log, log[-3000:]
     assert not (work / target).exists()
-    with FakeServer(port=port) as again:
+    with FakeServer(port=port, start="", specials=("<s>",)) as again:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         resent = set(again.prompts) & (set(answered) - {PROBE})
     assert proc.returncode == 0, proc.stderr[-4000:]
