@@ -53,26 +53,29 @@ def test_jobs_on_separate_processes_score_at_once_one_killed(tiny_lm_dir, tmp_pa
     n = len(REQS)
     # three jobs, each two thirds of the requests (every request in two jobs), a fourth with
     # all of them, killed while it scores; commits of two requests, 5 ms of "compute" each
-    # (the victim 100 ms, so that it is still scoring when it is killed)
+    # (the victim 300 ms, so that it is still scoring when it is killed)
     parts = {f"job{j}": [(j * n // 3 + i) % n for i in range(2 * n // 3)] for j in range(3)}
     parts["victim"] = list(range(n))
     procs = {job: spawn({"mode": "score", "cache": str(cache), "model_key": model_key,
                          "job": job, "requests": [REQS[i] for i in idx],
                          "keys": [KEYS[i] for i in idx], "table": [cold[i] for i in idx],
-                         "commit_every": 2, "delay": 0.1 if job == "victim" else 0.005,
-                         "go": str(go)})
+                         "commit_every": 2, "delay": 0.3 if job == "victim" else 0.005,
+                         "go": str(go) + ("-victim" if job == "victim" else "")})
              for job, idx in parts.items()}
     deadline = time.time() + 300  # four interpreters importing torch on a loaded machine
-    while not all(Path(f"{go}.{job}.ready").exists() for job in procs):
+    ready = [Path(f"{go}.{job}.ready") for job in procs if job != "victim"]
+    while not all(p.exists() for p in ready + [Path(f"{go}-victim.victim.ready")]):
         assert time.time() < deadline and all(p.poll() is None for p in procs.values()), \
             [p.communicate() for p in procs.values() if p.poll() is not None]
         time.sleep(0.01)
-    go.touch()  # all start scoring now
+    # the victim starts first; once it has committed, the others start and it is killed while
+    # it sleeps in a chunk (0.3 s each: still scoring, whatever the others have stored by then)
+    Path(f"{go}-victim").touch()
     victim = procs.pop("victim")
     while not list(cache.glob("lm-*/*-victim-*.open.sqlite")):
         assert time.time() < deadline and victim.poll() is None, victim.communicate()
         time.sleep(0.002)
-    time.sleep(0.05)
+    go.touch()  # the others start scoring now, beside the victim
     victim.send_signal(signal.SIGKILL)  # a job killed while it scores and commits
     assert victim.communicate()[0] == "" and victim.returncode == -signal.SIGKILL
     outs = {job: p.communicate(timeout=120) for job, p in procs.items()}
