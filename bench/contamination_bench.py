@@ -21,7 +21,7 @@
    ``--reuse --skip-correctness`` measures throughput only on an already generated corpus.
 4. Throughput per file type (plain, .zst, .gz; ``--skip-by-type`` leaves it out), same rounds,
    MB of document text per CPU-second: read + decompress only, read + orjson parse, the
-   per-document numba scan, the fused JSON-lines scan (:mod:`csbench.contamination.jsonl`, what
+   per-document numba scan, the fused JSON-lines scan (:mod:`csbench.contamination.kernels.jsonl`, what
    the workflow runs) and the pure-Python baseline, with the fused path's same-run ratios;
    for .zst and .gz also the fused scan with decompression in a second thread (``read_ahead``,
    what compressed shards run), per CPU-second and per wall-clock second.
@@ -49,13 +49,13 @@ import zstandard
 
 from csbench.contamination import corpus as C
 from csbench.contamination.items import extract
-from csbench.contamination import fastscan, jsonl
+from csbench.contamination.kernels import batch_scan
 from csbench.contamination.scan import ProbeIndex, Scanner
 from csbench.text import fold
 
 N = 13
-HAVE_KERNEL = fastscan.available()
-HAVE_FUSED = HAVE_KERNEL and jsonl.available()
+HAVE_KERNEL = batch_scan.available()
+HAVE_FUSED = batch_scan.fused_available()
 DOC_CHARS = 64_000
 
 
@@ -371,7 +371,7 @@ def parquet_throughput(a, files, idx, report) -> None:
     Parquet twice (its documents, and the same text cut into 200-character documents), then
     ``--rounds`` alternating rounds, MB of text per CPU-second: reading the text column with
     pyarrow (read + decode), the per-document path (pyarrow to Python strings, the kernel) and
-    the fused Arrow-buffer path (:mod:`csbench.contamination.columnar`)."""
+    the fused Arrow-buffer path (:mod:`csbench.contamination.kernels.columnar`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from csbench.contamination import jsonl
+from csbench.contamination.kernels import runs as run_cache
 from csbench.contamination.items import extract
 from csbench.contamination.scan import ProbeIndex, Scanner
 from csbench.data import winogrande as wgmod
@@ -64,20 +64,20 @@ def main() -> None:
     files = write(out, np.random.default_rng(0))
     wg = wgmod.normalise("dev", {"dev.jsonl": Path(a.winogrande)})
     idx = ProbeIndex(extract("winogrande_dev", wg), n=13, min_words=8, methods=("ngram",))
-    limit = jsonl.RunCache.MAX_RUNS
+    limit = run_cache.RunCache.MAX_RUNS
     runs: dict[str, dict[str, list]] = {k: {} for k in files}
     for f in files.values():                                    # compile and warm up
         Scanner(idx).scan_pieces([(str(f), 0, -1)], "jsonl", "text", "id", max_bytes=1_000_000)
     for _ in range(a.rounds):
         for kind, f in files.items():
             for name, cap in (("run_cache", limit), ("python_fallback", 0)):
-                jsonl.RunCache.MAX_RUNS = cap
-                jsonl._RUNS.clear()                             # each round from an empty cache
+                run_cache.RunCache.MAX_RUNS = cap
+                run_cache._RUNS.clear()                             # each round from an empty cache
                 t0 = time.process_time()
                 sc = Scanner(idx).scan_pieces([(str(f), 0, -1)], "jsonl", "text", "id")
                 runs[kind].setdefault(name, []).append(sc.bytes / 1e6 / (time.process_time() - t0))
                 runs[kind].setdefault(name + "_rows", []).append(len(sc.table()))
-    jsonl.RunCache.MAX_RUNS = limit
+    run_cache.RunCache.MAX_RUNS = limit
     report = {}
     for kind, r in runs.items():
         assert len(set(r["run_cache_rows"] + r["python_fallback_rows"])) == 1, kind

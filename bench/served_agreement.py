@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,9 +45,10 @@ def summary(rows, res) -> dict:
 
 
 def main(argv=None):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # (test support code)
+    from llama_server import DEMO_EMPTY_CONTEXT, LlamaServer, demo_gguf, server_python
+
     from csbench.lm import open_scorer
-    from csbench.lm.llama_server import (DEMO_EMPTY_CONTEXT, LlamaServer, demo_gguf,
-                                         server_python)
     from csbench.lm.served import Endpoint, ServedScorer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -13,7 +13,8 @@ import pytest
 import zstandard
 
 from csbench.contamination import corpus as C
-from csbench.contamination import fastscan, jsonl
+from csbench.contamination.kernels import (batch_scan, folding, jit, json_syntax, json_text, jsonl,
+                                           ngram, runs, simd)
 from csbench.contamination import hashing as H
 from csbench.contamination.effect import effect
 from csbench.contamination.gather import gather, summary
@@ -334,7 +335,7 @@ def _engine_docs():
     return docs
 
 
-@pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")
+@pytest.mark.skipif(not batch_scan.available(), reason="numba kernel unavailable")
 @pytest.mark.parametrize("methods", [("exact", "ngram"), ("ngram",), ("exact",)])
 @pytest.mark.parametrize("batch", [64, 1 << 18])
 def test_numba_kernel_matches_numpy_path(methods, batch):
@@ -354,7 +355,7 @@ def test_numba_kernel_matches_numpy_path(methods, batch):
 @pytest.mark.parametrize("engine", ["numba", "numpy"])
 @pytest.mark.parametrize("n,mw", [(13, 4), (5, 3), (70, 3)])
 def test_vocabulary_filter_only_skips_ngrams_with_foreign_words(engine, n, mw):
-    if engine == "numba" and not fastscan.available():
+    if engine == "numba" and not batch_scan.available():
         pytest.skip("numba kernel unavailable")
     filled = SENT.replace("_", "Maria")
     docs = _engine_docs() + [("long", " ".join([filled] * 12).encode()),     # runs >> n words
@@ -369,7 +370,7 @@ def test_vocabulary_filter_only_skips_ngrams_with_foreign_words(engine, n, mw):
     assert not full.table().empty and filtered.candidates < full.candidates
 
 
-@pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")
+@pytest.mark.skipif(not batch_scan.available(), reason="numba kernel unavailable")
 def test_numba_kernel_many_matches_and_short_n():
     filled = SENT.replace("_", "Maria").encode()
     docs = [("big", b" ".join([filled] * 3000))]    # more matches than the kernel's first buffer
@@ -382,7 +383,7 @@ def test_numba_kernel_many_matches_and_short_n():
 
 def test_scan_engine_fallback(monkeypatch):
     monkeypatch.setenv("CSBENCH_NUMBA", "0")
-    assert not fastscan.available()
+    assert not batch_scan.available()
     idx = ProbeIndex(probes(), n=13, min_words=4)
     assert Scanner(idx).engine == "numpy"
     with pytest.raises(RuntimeError, match="numba"):
@@ -411,9 +412,9 @@ def test_jsonl_parsing_matches_json(tmp_path, monkeypatch):
         list(C.iter_documents((str(p), 0, -1), "jsonl"))
 
 
-# -- the fused JSON-lines path (csbench.contamination.jsonl) ---------------------------------
+# -- the fused JSON-lines path (csbench.contamination.kernels.jsonl) -------------------------
 
-needs_kernel = pytest.mark.skipif(not (fastscan.available() and jsonl.available()),
+needs_kernel = pytest.mark.skipif(not (batch_scan.available() and jsonl.available()),
                                   reason="numba kernels unavailable")
 
 
@@ -421,7 +422,7 @@ needs_kernel = pytest.mark.skipif(not (fastscan.available() and jsonl.available(
 def compress(request, monkeypatch):
     """Both copy loops of the fused reader: escapes one by one, and (where the CPU has a byte
     compress-store) one-character escapes inside the 64-byte vector loop."""
-    if request.param and not jsonl._has_compress():
+    if request.param and not json_text._has_compress():
         pytest.skip("no AVX-512 VBMI2 on this CPU")
     monkeypatch.setattr(jsonl, "_COMPRESS", request.param)
     return request.param
@@ -444,7 +445,7 @@ def _python_docs(piece, text_field="text", id_field=None):
 def test_fold_table_matches_normalise_bytes(tmp_path):
     """Per-character folding of context-free characters equals run folding, on random strings
     of table characters mixed with ASCII (and every line goes through the kernel)."""
-    T = jsonl.tables()
+    T = folding.tables()
     cps = np.flatnonzero(T.ok)
     rng = np.random.default_rng(3)
     common = [ord(c) for c in "éèàüößçñøåæœ’“”—…€£ａＺ０ﬁﬂ½²ⅣΩαβγσςЖжя中文日本語한국😀🎉\u00a0\u2028"]
@@ -478,7 +479,7 @@ def test_runs_with_context_dependent_characters_fold_whole_in_the_kernel(tmp_pat
     ``normalise_bytes``, no line is left to the Python path once the runs are cached, a tiny
     cache that fills up hands the rest to Python (same documents), and a run longer than the
     scratch buffer falls back too."""
-    T = jsonl.tables()
+    T = folding.tables()
     rng = np.random.default_rng(5)
     hard = [c for c in "\u0301\u0308\u0327\u093e\u094d\u0947\u03a3\u1100\u1161\u11a8\u3131"
             "\U0001D6BA\U00020000\U0001F3FB" if ord(c) >= len(T.ok) or not T.ok[ord(c)]]
@@ -495,14 +496,14 @@ def test_runs_with_context_dependent_characters_fold_whole_in_the_kernel(tmp_pat
         for i, t in enumerate(texts):
             fh.write(json.dumps({"text": t}, ensure_ascii=bool(i % 2)) + "\n")
     want = [H.normalise_bytes(t.encode()) for t in texts]
-    monkeypatch.setattr(jsonl, "_RUNS", [])                      # a fresh cache
+    monkeypatch.setattr(runs, "_RUNS", [])                      # a fresh cache
     for block in (1 << 10, 1 << 16):
         got, fallbacks = _fused_docs((str(p), 0, -1), block=block)
         assert [b for _, b in got] == want
     got, fallbacks = _fused_docs((str(p), 0, -1), block=1 << 16)   # all runs cached now
     assert fallbacks == 0 and [b for _, b in got] == want
-    monkeypatch.setattr(jsonl, "_RUNS", [jsonl.RunCache(4)])
-    monkeypatch.setattr(jsonl.RunCache, "MAX_RUNS", 3)            # full after 3 runs
+    monkeypatch.setattr(runs, "_RUNS", [runs.RunCache(4)])
+    monkeypatch.setattr(runs.RunCache, "MAX_RUNS", 3)            # full after 3 runs
     got, fallbacks = _fused_docs((str(p), 0, -1), block=1 << 16)
     assert fallbacks > 100 and [b for _, b in got] == want
     long = "क\u093e" * 3000                                     # 15 KB run: Python folds it
@@ -516,7 +517,7 @@ def test_fold_table_marks_after_a_starter():
     """Characters whose folding ends in combining marks (spacing accents, dotted capital I,
     ...) are context-free: per-character folding equals run folding for every pair of them
     with each other and with other table characters, and for longer random runs."""
-    T = jsonl.tables()
+    T = folding.tables()
 
     def fold1(c):
         cp = ord(c)
@@ -684,10 +685,10 @@ def test_scan_pieces_without_kernel(tmp_path, monkeypatch):
 
 
 def _kernel_word_hashes(doc: bytes) -> list[int]:
-    """Pass 1 of the per-document scan kernel (fastscan._word_hashes) on one folded document."""
-    arr = np.frombuffer(doc + bytes(fastscan.PAD), dtype=np.uint8)
+    """Pass 1 of the per-document scan kernel (ngram._word_hashes) on one folded document."""
+    arr = np.frombuffer(doc + bytes(ngram.PAD), dtype=np.uint8)
     hw = np.zeros(len(doc) // 2 + 2, dtype=np.uint64)
-    k = fastscan._word_hashes(arr, 0, len(doc), hw, 0)
+    k = ngram._word_hashes(arr, 0, len(doc), hw, 0)
     return hw[:k].tolist()
 
 
@@ -697,7 +698,7 @@ def test_fused_word_hashes_equal_kernel_pass(tmp_path, compress):
     kernel's pass 1 on the folded bytes, for every document (escapes, non-ASCII, long words,
     fallback lines in between) and any block size."""
     rng = np.random.default_rng(7)
-    T = jsonl.tables()
+    T = folding.tables()
     cps = np.flatnonzero(T.ok)
     pieces = ["word", "Mixed", "x1", " ", "  ", ",", ".", "-", "\t", "\n", "\\", '"', "/", "é",
               "ﬁ", "ＦＵ", "½", "中文", "😀", "—", "\u00a0", "\u2028", "e\u0301", "Σ", "\u1100"]
@@ -766,8 +767,8 @@ def test_fused_ascii_copy_vector_and_swar(tmp_path, compress):
 def _pass1(variant: str):
     """One of pass 1's compiled variants: what the kernels call, the scalar pass, the vector pass
     (byte permutes: AVX-512 VBMI) or the vector pass compiled with gathers instead (any CPU)."""
-    F = fastscan
-    if variant == "vector" and not F.VECTOR:
+    F = ngram
+    if variant == "vector" and not simd.VECTOR:
         pytest.skip("this CPU has no AVX-512 VBMI/VBMI2")
     if variant == "dispatch":
         return F._word_hashes
@@ -777,13 +778,13 @@ def _pass1(variant: str):
 
         import numba
         f = F._pass1.py_func
-        env = {**f.__globals__, "_hash_lanes": F._make_hash_lanes(False)}
+        env = {**f.__globals__, "_hash_lanes": simd._make_hash_lanes(False)}
         p1 = numba.njit(types.FunctionType(f.__code__, env, f.__name__))
     vector = variant != "scalar"
     return lambda buf, lo, hi, hw, k: p1(buf, lo, hi, hw, k, vector)
 
 
-@pytest.mark.skipif(not fastscan.available(), reason="numba kernel unavailable")
+@pytest.mark.skipif(not batch_scan.available(), reason="numba kernel unavailable")
 @pytest.mark.parametrize("variant", ["dispatch", "scalar", "vector", "gather"])
 def test_kernel_word_hashes_equal_numpy(variant):
     """Pass 1 of the compiled kernel (64-byte blocks, word boundaries from bit masks; scalar or
@@ -793,7 +794,7 @@ def test_kernel_word_hashes_equal_numpy(variant):
     within a block, written from a non-zero slot; bytes after the range are word bytes, so a
     read past the end would show."""
     rng = np.random.default_rng(11)
-    F = fastscan
+    F = ngram
     word_hashes = _pass1(variant)
     alphabet = np.frombuffer(b"abcz019 \t\n.,-'", dtype=np.uint8)
     docs = [b"", b" ", b"a", b"\xc3", b".", b" ,.;\n\t  ", b"  ab  ", b"ab"]
@@ -871,18 +872,18 @@ def test_fused_parquet_matches_per_document_path(tmp_path, monkeypatch, large, i
     per-document path, for string and large-string columns and any batch size (rows per record
     batch, bytes per slice); runs with characters that are not context-free come from the run
     cache, or, with a cache that holds nothing, from the Python path (fallback documents)."""
-    from csbench.contamination import columnar
+    from csbench.contamination.kernels import columnar
 
     p, texts = _parquet_fixture(tmp_path, large)
     piece = (str(p), 0, -1)
     want = [(i, H.normalise_bytes(t)) for i, t in C.iter_documents(piece, "parquet", "text",
                                                                    id_field)]
-    monkeypatch.setattr(jsonl, "_RUNS", [])
+    monkeypatch.setattr(runs, "_RUNS", [])
     for rows, block, cached in ((5, 1 << 22, 0), (64, 300, 1 << 20), (4096, 1 << 22, 0),
                                 (4096, 1, 1 << 20), (4096, 1 << 22, 1 << 20)):
-        monkeypatch.setattr(jsonl.RunCache, "MAX_RUNS", cached)
+        monkeypatch.setattr(runs.RunCache, "MAX_RUNS", cached)
         if not cached:
-            monkeypatch.setattr(jsonl, "_RUNS", [])
+            monkeypatch.setattr(runs, "_RUNS", [])
         got, fallbacks, nbytes = [], 0, 0
         for b in columnar.iter_batches(piece, "text", id_field, rows, block):
             got.extend((b.doc_id(d), b.doc_bytes(d)) for d in range(len(b.lo)))
@@ -922,30 +923,35 @@ def test_parquet_errors_match(tmp_path):
 def test_compress_follows_a_named_numba_cpu(monkeypatch):
     """Code compiled for a named CPU (NUMBA_CPU_NAME, e.g. a portable cache for a cluster)
     takes the escape compress-store only when that CPU's features include it."""
-    if jsonl.numba is None:
+    if jit.numba is None:
         pytest.skip("numba not installed")
     monkeypatch.setenv("NUMBA_CPU_NAME", "haswell")
     monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx2,+bmi2")
-    assert not jsonl._has_compress()
+    assert not json_text._has_compress()
     monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx512f,+avx512bw,+avx512vbmi2")
-    assert jsonl._has_compress()
+    assert json_text._has_compress()
 
 
 def _kernels() -> list:
-    """Every compiled kernel of the scan (the numba dispatchers of its three modules)."""
+    """Every compiled kernel of the scan (the numba dispatchers of :mod:`.kernels`)."""
+    import importlib
+    import pkgutil
+
     import numba
 
-    from csbench.contamination import columnar
+    from csbench.contamination import kernels
 
-    found = [v for m in (fastscan, jsonl, columnar) for v in vars(m).values()
-             if isinstance(v, numba.core.registry.CPUDispatcher)]
+    mods = [importlib.import_module(f"{kernels.__name__}.{m.name}")
+            for m in pkgutil.iter_modules(kernels.__path__)]
+    found = list({id(v): v for m in mods for v in vars(m).values()
+                  if isinstance(v, numba.core.registry.CPUDispatcher)}.values())
     assert len(found) >= 25
     return found
 
 
 @needs_kernel
 def test_kernels_compiled_without_reference_counting(tmp_path):
-    """Every scan kernel is compiled with ``_nrt=False`` (:func:`.fastscan.jit`), and the code
+    """Every scan kernel is compiled with ``_nrt=False`` (:func:`.kernels.jit.jit`), and the code
     of the entry points holds no reference-counting call: an array passed to a call or sliced
     would otherwise cost two atomic instructions (45 of the 58 ns of a run-cache lookup)."""
     import numba
@@ -959,24 +965,24 @@ def test_kernels_compiled_without_reference_counting(tmp_path):
     assert all(k.targetoptions.get("_nrt") is False for k in kernels)
     # the code of the per-run and per-document loops, compiled again (cached code cannot be
     # inspected): the string copy with a run folded from the run cache, and pass 2
-    T = jsonl.tables()
+    T = folding.tables()
     text = np.frombuffer('Na\u0308ive"'.encode(), dtype=np.uint8).copy()
     out = np.zeros(256, dtype=np.uint8)
-    args = (text, 0, len(text), out, 0, jsonl._CLS, jsonl._LOWER, jsonl._ESC, T.ok, T.off,
-            T.pool, False, jsonl.run_cache().arrays())     # (the run: cached by the scan above)
+    args = (text, 0, len(text), out, 0, json_syntax._CLS, json_syntax._LOWER, json_syntax._ESC, T.ok, T.off,
+            T.pool, False, runs.run_cache().arrays())     # (the run: cached by the scan above)
 
     def again(k, **opts):
         opts = {**{o: v for o, v in k.targetoptions.items() if o != "nopython"}, **opts}
         return numba.njit(**opts, cache=False)(k.py_func)
 
-    for fresh, counted in ((again(jsonl._text), False), (again(jsonl._text, _nrt=True), True)):
+    for fresh, counted in ((again(json_text._text), False), (again(json_text._text, _nrt=True), True)):
         i, o, _ = fresh(*args)
         assert i == len(text) and out[:o].tobytes() == H.normalise_bytes("Na\u0308ive".encode())
         ir = fresh.inspect_llvm(fresh.signatures[0])
         assert ("NRT_decref" in ir) is counted      # (with counting, the check fails)
-    fresh = again(fastscan._ngram_pass)
-    assert fastscan._ngram_pass.signatures
-    for sig in fastscan._ngram_pass.signatures:
+    fresh = again(ngram._ngram_pass)
+    assert ngram._ngram_pass.signatures
+    for sig in ngram._ngram_pass.signatures:
         fresh.compile(sig)
         assert "NRT_decref" not in fresh.inspect_llvm(sig)
 
@@ -984,18 +990,21 @@ def test_kernels_compiled_without_reference_counting(tmp_path):
 @needs_kernel
 def test_kernel_cache_stamp_covers_the_whole_package(tmp_path):
     """numba checks a cached kernel against its own file only, while a kernel links in the
-    kernels it calls from the other modules (``jsonl._extract`` holds pass 1 of ``fastscan``):
+    kernels it calls from the other modules (``extract._extract`` holds pass 1 of ``ngram``):
     every kernel's cache stamp also holds the hash of all the package's sources, which changes
     with any of them."""
     import shutil
 
     kernels = _kernels()
     for k in kernels:
-        assert k._cache._cache_file._source_stamp[1] == fastscan.sources_stamp()
-    here = Path(fastscan.__file__).parent
-    for f in here.glob("*.py"):
-        shutil.copy(f, tmp_path / f.name)
-    before = fastscan.sources_stamp(tmp_path)
-    assert before == fastscan.sources_stamp.__wrapped__(here)
-    (tmp_path / "hashing.py").write_text((here / "hashing.py").read_text() + "\n# changed\n")
-    assert fastscan.sources_stamp.__wrapped__(tmp_path) != before
+        assert k._cache._cache_file._source_stamp[1] == jit.sources_stamp()
+    here = Path(ngram.__file__).parent.parent          # csbench/contamination, kernels/ too
+    for f in here.rglob("*.py"):
+        (tmp_path / f.relative_to(here)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, tmp_path / f.relative_to(here))
+    before = jit.sources_stamp(tmp_path)
+    assert before == jit.sources_stamp.__wrapped__(here)
+    for changed in ("hashing.py", "kernels/ngram.py"):
+        (tmp_path / changed).write_text((here / changed).read_text() + "\n# changed\n")
+        assert jit.sources_stamp.__wrapped__(tmp_path) != before
+        before = jit.sources_stamp.__wrapped__(tmp_path)

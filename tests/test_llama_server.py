@@ -1,4 +1,4 @@
-"""LlamaServer (csbench.lm.llama_server) against a stub server process, no llama.cpp needed: a
+"""LlamaServer (tests/llama_server.py) against a stub server process, no llama.cpp needed: a
 server that exits at start-up, one that crashes on its first completion (SIGSEGV, as ggml's AMX
 path did), one that never answers, and a healthy one that is stopped."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from csbench.lm.llama_server import LlamaServer, ServerDied, describe_exit
+from llama_server import LlamaServer, ServerDied, describe_exit
 
 # Stands in for `python -m llama_cpp.server ...`: the first argument picks the behaviour.
 FAKE = r'''

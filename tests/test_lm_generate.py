@@ -263,7 +263,7 @@ def test_top_p_equals_transformers_warper(top_p):
     import torch
     from transformers.generation.logits_process import TopPLogitsWarper
 
-    from csbench.lm.generate import _TopP
+    from csbench.lm.generate import TopP
 
     torch.manual_seed(0)
     for scale in (0.5, 3.0, 30.0):
@@ -272,11 +272,11 @@ def test_top_p_equals_transformers_warper(top_p):
         x[2, :1500], x[2, 1500:] = 1.0, 2.0             # two tied blocks
         x[3] = torch.round(x[3])                        # many ties
         x[4, :10] = float("-inf")                       # (after a top-k warper)
-        assert torch.equal(_TopP(top_p)(None, x.clone()), TopPLogitsWarper(top_p)(None, x.clone()))
+        assert torch.equal(TopP(top_p)(None, x.clone()), TopPLogitsWarper(top_p)(None, x.clone()))
 
 
 def test_top_p_certain_rows_and_the_cut_off_edge():
-    """Rows decided without sorting (_certain_cut) give the warper's result; rows whose cut-off
+    """Rows decided without sorting (certain_cut) give the warper's result; rows whose cut-off
     sits too close to 1 - top_p to be certain are sorted: a row family sweeping the tail mass
     across 0.1 in steps far below the bounds is equal to the warper everywhere, decided without
     sorting away from the switch and sorted next to it; peaked rows of a large vocabulary are
@@ -286,7 +286,7 @@ def test_top_p_certain_rows_and_the_cut_off_edge():
     import torch
     from transformers.generation.logits_process import TopPLogitsWarper
 
-    from csbench.lm.generate import _TopP, _certain_cut
+    from csbench.lm.generate import TopP, certain_cut
 
     g = torch.Generator().manual_seed(0)
     vocab = 2000
@@ -295,8 +295,8 @@ def test_top_p_certain_rows_and_the_cut_off_edge():
     x = base.repeat(301, 1)
     x[:, :3] += (crit + torch.linspace(-3e-4, 3e-4, 301, dtype=torch.float64)).float()[:, None]
     ref = TopPLogitsWarper(0.9)(None, x.clone())
-    assert torch.equal(_TopP(0.9)(None, x.clone()), ref)
-    sure = ~torch.isnan(_certain_cut(x, 0.9)[:, 0])
+    assert torch.equal(TopP(0.9)(None, x.clone()), ref)
+    sure = ~torch.isnan(certain_cut(x, 0.9)[:, 0])
     kept = (ref > -float("inf")).sum(dim=-1)
     switch = [i for i in range(1, len(kept)) if kept[i] != kept[i - 1]]
     assert switch and sure.any()
@@ -304,8 +304,8 @@ def test_top_p_certain_rows_and_the_cut_off_edge():
         assert not sure[i - 1] and not sure[i]
     y = torch.randn(6, 50_000, generator=g)
     y[:3] *= 30                                                # peaked: a few tokens kept
-    assert torch.equal(_TopP(0.9)(None, y.clone()), TopPLogitsWarper(0.9)(None, y.clone()))
-    assert (~torch.isnan(_certain_cut(y, 0.9)[:, 0])).tolist() == [True] * 3 + [False] * 3
+    assert torch.equal(TopP(0.9)(None, y.clone()), TopPLogitsWarper(0.9)(None, y.clone()))
+    assert (~torch.isnan(certain_cut(y, 0.9)[:, 0])).tolist() == [True] * 3 + [False] * 3
 
 
 @pytest.mark.parametrize("raw", [False, True])
@@ -317,7 +317,7 @@ def test_pick_equals_full_argmax(raw):
 
     import torch
 
-    from csbench.lm.generate import _pick
+    from csbench.lm.generate import pick
 
     g = torch.Generator().manual_seed(1)
     probs = torch.softmax(torch.randn(4, 500, generator=g) * 3, dim=-1)
@@ -337,7 +337,7 @@ def test_pick_equals_full_argmax(raw):
     full = (probs[torch.tensor(rows)] / noise).argmax(dim=-1).tolist()
     src = bits if raw else noise
     parts = [(src[:3], 0), (src[3:], 3)]
-    assert _pick(probs, rows, parts, lambda i: noise[i]) == full
+    assert pick(probs, rows, parts, lambda i: noise[i]) == full
 
 
 @pytest.mark.parametrize("planned", [False, True])
@@ -346,20 +346,20 @@ def test_chunk_draws_are_multinomials_stream(planned):
     for a row) and the state after it are those of drawing the whole chunk every step."""
     import torch
 
-    from csbench.lm.generate import _Chunk, _variates
+    from csbench.lm.generate import Chunk, variates
 
     n, vocab, steps = 4, 3000, 3
     g = torch.Generator().manual_seed(9)
     start = g.get_state()
     ref = [torch.empty(n, vocab).exponential_(1, generator=g) for _ in range(steps)]
     after = g.get_state()
-    ch = _Chunk(n, start, vocab, "cpu", followed=True)
+    ch = Chunk(n, start, vocab, "cpu", followed=True)
     assert ch.raw
     if planned:
         assert torch.equal(ch.plan(steps), after)
     for step, rows in enumerate([[1, 3], [0, 1, 2, 3], [2]]):
         got = ch.draw(rows)
-        f, sure = _variates(got)
+        f, sure = variates(got)
         assert torch.equal(f[sure], ref[step][rows][sure])
         for k, r in enumerate(rows):
             assert torch.equal(ch.exact(k), ref[step][r])
@@ -374,9 +374,9 @@ def test_raw_draws_equal_drawn_variates(gpt2, monkeypatch):
 
     model, tok = gpt2
     stop = re.compile("[kmwy]")
-    assert generate._raw_ok("cpu")
+    assert generate.raw_ok("cpu")
     a = sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW)
-    monkeypatch.setitem(generate._RAW_OK, "cpu", False)
+    monkeypatch.setattr(generate, "raw_ok", lambda device: False)   # every variate drawn
     assert sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW) == a
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from csbench.lm.llama_server import DEMO_EMPTY_CONTEXT, LlamaServer, demo_gguf, server_python
+from llama_server import DEMO_EMPTY_CONTEXT, LlamaServer, demo_gguf, server_python
 from csbench.lm.served import Endpoint, ServedError, ServedScorer
 
 REPO = Path(__file__).resolve().parents[1]

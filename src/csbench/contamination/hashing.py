@@ -8,7 +8,7 @@ every word n-gram gets a 64-bit hash from prefix XORs of rotated word hashes
 letters/digits or non-ASCII bytes, so tokenising ``fold(text)`` on the benchmark side and the
 normalised corpus bytes on the corpus side gives the same words.
 
-**Word hash** (:func:`word_hashes`; the compiled kernels of :mod:`.fastscan` compute the same
+**Word hash** (:func:`word_hashes`; the compiled kernels of :mod:`.kernels.ngram` compute the same
 value): a word of L bytes is read as two little-endian 64-bit numbers, its first min(L, 8)
 bytes ``a`` and, when L > 8, its last 8 bytes ``b`` (0 otherwise); then
 ``h = a*K_FIRST ^ b*K_LAST ^ L*K_LEN``, ``h ^= h >> 32`` and the word hash is ``h * P_SPREAD``

@@ -17,10 +17,12 @@ hashes); candidates pass a bit-table pre-filter and a binary search, and every s
 verified word by word, so a hash collision can never report a false match. Memory depends on
 the probes and the batch size only.
 
-:meth:`Scanner.scan_pieces` (what the workflow runs) takes shard pieces instead of documents: JSON
-lines with the compiled engine go through the fused reader of :mod:`.jsonl` (blocks of raw bytes
-to folded document buffers in one numba kernel, straight into the scan kernel), everything else
-through :meth:`Scanner.scan`; results and counts are identical.
+With the compiled engine (numba) the batches go through the kernels of :mod:`.kernels` instead,
+all through one door, :class:`.kernels.batch_scan.BatchScan`. :meth:`Scanner.scan_pieces` (what
+the workflow runs) takes shard pieces instead of documents: JSON lines and Parquet string columns
+with the compiled engine go through the fused readers (blocks of raw bytes to folded document
+buffers in one numba kernel, straight into the scan kernel), everything else through
+:meth:`Scanner.scan`; results and counts are identical.
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import columnar, corpus, fastscan, jsonl
+from . import corpus
 from . import hashing as H
+from .kernels import batch_scan
 
 log = logging.getLogger(__name__)
 EVIDENCE_CHARS = 300
@@ -143,18 +146,18 @@ class Scanner:
     """Scan document batches against a :class:`ProbeIndex`; collect per-probe results."""
 
     def __init__(self, index: ProbeIndex, batch_bytes: int = 1 << 18, engine: str = "auto"):
-        """``engine``: ``auto`` (the compiled kernel of :mod:`.fastscan` when numba works, else
+        """``engine``: ``auto`` (the compiled kernels of :mod:`.kernels` when numba works, else
         numpy), ``numba`` (error without it) or ``numpy``. Both give identical results."""
         self.index = index
         self.batch_bytes = batch_bytes
         if engine not in ("auto", "numba", "numpy"):
             raise ValueError(f"unknown scan engine {engine!r}")
-        use = engine == "numba" or (engine == "auto" and fastscan.available())
-        if engine == "numba" and not fastscan.available():
+        use = engine == "numba" or (engine == "auto" and batch_scan.available())
+        if engine == "numba" and not batch_scan.available():
             raise RuntimeError("scan engine 'numba' requested but the numba kernel is unavailable")
-        self.kernel = (fastscan.KernelIndex(index.lengths, index.keys, index.table, index.vocab)
-                       if use and index.lengths else None)
-        self.engine = "numba" if self.kernel is not None else "numpy"
+        self.compiled = (batch_scan.BatchScan(index.lengths, index.keys, index.table, index.vocab)
+                         if use and index.lengths else None)
+        self.engine = "numba" if self.compiled is not None else "numpy"
         self.results: dict[int, ProbeResult] = defaultdict(ProbeResult)
         self.parts_ev: dict[tuple, Evidence] = {}
         self.parts_count: dict[tuple, int] = defaultdict(int)
@@ -169,7 +172,7 @@ class Scanner:
         bufs: list[bytes] = []
         size = 0
         norm = H.normalise_bytes
-        batch = self._batch_kernel if self.kernel is not None else self._batch
+        batch = self._scan_compiled_batch if self.compiled is not None else self._scan_numpy_batch
         limit = self.batch_bytes
         nbytes = ndocs = 0
         for doc_id, text in documents:
@@ -189,65 +192,55 @@ class Scanner:
         return self
 
     def scan_pieces(self, shard, fmt: str, text_field: str = "text", id_field: str | None = None,
-                    block: int = jsonl.BLOCK, max_bytes: int | None = None,
+                    block: int = batch_scan.BLOCK, max_bytes: int | None = None,
                     read_ahead: bool = False, progress=None) -> "Scanner":
-        """Scan a shard's pieces ``(path, start, end)``. With the compiled engine JSON lines take
-        the fused path of :mod:`.jsonl` (raw bytes to folded batches in one kernel, no Python
-        object per document) and Parquet string columns that of :mod:`.columnar` (Arrow buffers
-        to folded batches); everything else goes through :func:`.corpus.shard_documents` and
-        :meth:`scan`. Tables and counts are identical either way. ``max_bytes`` (benchmarks)
-        stops after the block or document in which that many text bytes were scanned.
-        ``read_ahead``: compressed JSON lines are decompressed in a second thread, a block ahead
-        of the scan (:func:`.jsonl._chunks_ahead`; plain files gain nothing from it); same
-        results. ``progress``: a :class:`csbench.logs.Progress` over the shard's on-disk bytes
+        """Scan a shard's pieces ``(path, start, end)``. With the compiled engine JSON lines and
+        Parquet string columns take the fused readers (:meth:`.kernels.batch_scan.BatchScan.piece`:
+        raw bytes or Arrow buffers to folded batches, no Python object per document); everything
+        else goes through :func:`.corpus.shard_documents` and :meth:`scan`. Tables and counts
+        are identical either way. ``max_bytes`` (benchmarks) stops after the block or document
+        in which that many text bytes were scanned. ``read_ahead``: compressed JSON lines are
+        decompressed in a second thread, a block ahead of the scan; same results. ``progress``:
+        a :class:`csbench.logs.Progress` over the shard's on-disk bytes
         (:func:`.corpus.shard_size`), advanced as pieces are scanned (:class:`_ShardProgress`)."""
         track = _ShardProgress(progress, shard)
-        if fmt not in ("jsonl", "parquet") or self.kernel is None or not jsonl.available():
+        if self.compiled is None or not self.compiled.fuses(fmt):
             docs = track.documents(fmt, text_field, id_field)
             return self.scan(docs if max_bytes is None else _upto(docs, max_bytes))
         for piece in shard:
             piece = tuple(piece)
             track.next_piece(piece)
-            if fmt == "jsonl":
-                batches = jsonl.iter_batches(piece, text_field, id_field, block,
-                                             read_ahead and piece[0].endswith(corpus.COMPRESSED))
-            elif columnar.string_columns(piece[0], text_field, id_field):
-                batches = columnar.iter_batches(piece, text_field, id_field)
-            else:      # (a text column that is not a string column: the error is reported there)
+            batches = self.compiled.piece(piece, fmt, text_field, id_field, block, read_ahead)
+            if batches is None:
                 docs = corpus.iter_documents(piece, fmt, text_field, id_field)
                 self.scan(docs if max_bytes is None else _upto(docs, max_bytes - self.bytes))
                 track.piece_done()
                 continue
-            for b in batches:
+            for m in batches:
                 t0 = time.process_time()
-                self._kernel_batch(b.buf, b.lo, b.hi, b.doc_bytes, b.doc_id,
-                                   self.kernel.scan_words(b.hw, b.wlo, b.whi))
-                self.seconds += time.process_time() - t0 + b.seconds
-                self.bytes += b.nbytes
-                self.docs += len(b.lo)
-                track.text(b.nbytes)
+                self._record_matches(m)
+                self.seconds += time.process_time() - t0 + m.seconds
+                self.bytes += m.nbytes
+                self.docs += m.ndocs
+                track.text(m.nbytes)
                 if max_bytes is not None and self.bytes >= max_bytes:
                     return self
             track.piece_done()
         return self
 
-    def _batch_kernel(self, ids: list[str], bufs: list[bytes]) -> None:
+    def _scan_compiled_batch(self, ids: list[str], bufs: list[bytes]) -> None:
+        """One batch of normalised documents, by the compiled kernels."""
         t0 = time.process_time()
-        buf = b"\n".join(bufs + [bytes(fastscan.PAD)])    # (pass 1 reads past a document)
-        lens = np.fromiter((len(b) + 1 for b in bufs), dtype=np.int64, count=len(bufs))
-        doc_end = np.cumsum(lens)
-        doc_start = doc_end - lens
-        self._kernel_batch(buf, doc_start, doc_end - 1, bufs.__getitem__, ids.__getitem__)
+        self._record_matches(self.compiled.documents(ids, bufs))
         self.seconds += time.process_time() - t0
 
-    def _kernel_batch(self, buf, doc_lo, doc_hi, doc_bytes, doc_id, found=None) -> None:
-        """The compiled path: one kernel call finds the matches (or ``found``, the result of
-        :meth:`.fastscan.KernelIndex.scan_words` when the fused reader hashed the words); only
-        the documents with matches are materialised (``doc_bytes(d)``: normalised, lower-cased;
-        ``doc_id(d)``) and split into words again (numpy) for verification and evidence."""
-        ks, slots, js, ncand, wstart = (self.kernel.scan(buf, doc_lo, doc_hi) if found is None
-                                        else found)
-        self.candidates += int(ncand)
+    def _record_matches(self, m: batch_scan.Matches) -> None:
+        """The hits of the compiled kernels' matches: only the documents with matches are
+        materialised (``m.doc_bytes(d)``: normalised, lower-cased; ``m.doc_id(d)``) and split
+        into words again (numpy) for verification and evidence."""
+        ks, slots, js, wstart = m.starts, m.slots, m.key_index, m.first_word
+        doc_bytes, doc_id = m.doc_bytes, m.doc_id
+        self.candidates += int(m.candidates)
         if len(ks):
             idx = self.index
             # a mini-batch of the documents with matches, word indices mapped into it
@@ -272,7 +265,8 @@ class Scanner:
             self._record(hits, sub_buf, starts, ends, word_doc, sub_start,
                          [doc_id(d) for d in docs])
 
-    def _batch(self, ids: list[str], bufs: list[bytes]) -> None:
+    def _scan_numpy_batch(self, ids: list[str], bufs: list[bytes]) -> None:
+        """One batch of normalised documents, by numpy (the engine without numba)."""
         t0 = time.process_time()
         idx = self.index
         buf = b"\n".join(bufs)

@@ -26,7 +26,7 @@ num_return_sequences=chunk)`` per chunk after ``torch.manual_seed(prompt_seed(se
 (the former implementation; ``tests/test_lm_generate.py`` keeps it as the reference). Per
 step a chunk's ``torch.multinomial`` draws one Exp(1) variate per (sequence, vocabulary entry)
 and each sequence takes ``argmax(probs / noise)``; the loop takes the same draws (see the notes
-above :class:`_Chunk`: on the CPU it computes variates only for tokens with non-zero
+above :class:`Chunk`: on the CPU it computes variates only for tokens with non-zero
 probability and skips finished rows), and temperature, top-k and top-p give transformers'
 warper results, applied in generate's order. The reference runs a chunk until all its sequences
 have ended (EOS) or ``max_new_tokens`` and starts the next chunk where that left the stream; to
@@ -60,7 +60,7 @@ def prompt_seed(seed: int, prompt: str) -> int:
     return (int(seed) * 1_000_003 + zlib.crc32(prompt.encode("utf-8"))) % (2**31 - 1)
 
 
-class _TopP:
+class TopP:
     """transformers' ``TopPLogitsWarper`` (min_tokens_to_keep=1) with the same result, bit for
     bit, without sorting the vocabulary on the CPU where the result is certain.
 
@@ -68,7 +68,7 @@ class _TopP:
     (float64 running sum, float32 result) and drops the entries whose cumulative probability is
     at most ``1 - top_p`` (never the last): the kept tokens are the largest ones, and the result
     is ``scores`` with the others at ``-inf``. Here each row first takes its ``_TOP_K`` largest
-    scores and the float64 sum of the exponentials of all of them (:func:`_certain_cut`): the
+    scores and the float64 sum of the exponentials of all of them (:func:`certain_cut`): the
     warper's cumulative values near the cut-off are within proven bounds of the ones computed
     from these, and where the bounds put the cut-off on one side of ``1 - top_p`` for certain,
     the row is decided without sorting (on real weights more than 99% of the rows). The other
@@ -89,7 +89,7 @@ class _TopP:
         if scores.device.type != "cpu" or scores.dtype != torch.float32:
             return self.reference(input_ids, scores)
         scores = scores.contiguous()
-        edge = _certain_cut(scores, self.top_p)                # smallest kept score; NaN: unsure
+        edge = certain_cut(scores, self.top_p)                # smallest kept score; NaN: unsure
         rest = torch.isnan(edge[:, 0]).nonzero().flatten()
         tied = []
         if len(rest):                                          # sort those rows
@@ -108,12 +108,12 @@ class _TopP:
         return out
 
 
-_TOP_K = 256                    # scores per row that _certain_cut looks at (real rows keep 1-414)
+_TOP_K = 256                    # scores per row that certain_cut looks at (real rows keep 1-414)
 _U = 2.0 ** -24                 # float32 unit roundoff
 _EXP_ERR = 2.0 ** -16           # bound on the relative difference of two float32 exps (128 ulps)
 
 
-def _certain_cut(scores, top_p: float):
+def certain_cut(scores, top_p: float):
     """Per row of ``scores`` (float32, CPU, rows x vocabulary ``V``): the smallest score that
     ``TopPLogitsWarper(top_p)`` keeps, where that is certain without sorting the row, else NaN
     (a rows x 1 tensor).
@@ -189,7 +189,7 @@ def _certain_cut(scores, top_p: float):
 
 def _warpers(temperature: float, top_k: int, top_p: float):
     """transformers' sampling warpers in the order ``generate`` applies them (for sampling with
-    ``top_k=None`` when ``top_k`` is 0, as the reference passes it); top-p as :class:`_TopP`."""
+    ``top_k=None`` when ``top_k`` is 0, as the reference passes it); top-p as :class:`TopP`."""
     from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper
 
     out = []
@@ -198,7 +198,7 @@ def _warpers(temperature: float, top_k: int, top_p: float):
     if top_k:
         out.append(TopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1))
     if top_p is not None and top_p < 1.0:
-        out.append(_TopP(top_p))
+        out.append(TopP(top_p))
     return out
 
 
@@ -244,7 +244,7 @@ def _advance(gen, count: int, buf) -> None:
         count -= k
 
 
-def _variates(bits):
+def variates(bits):
     """(float64, float32) Exp(1) variates of int64 raw draws, as ``exponential_`` computes them,
     and whether each float32 value is certain: the float64 value could differ by an ulp from
     the one torch's own ``log1p`` gives, so a value within 2 ulps of a float32 rounding
@@ -259,7 +259,7 @@ def _variates(bits):
     return f, sure
 
 
-def _raw_ok(device) -> bool:
+def raw_ok(device) -> bool:
     """Whether raw draws reproduce ``exponential_`` on this device and torch build (checked
     once, on a block larger than the ones used); if not, every variate is drawn."""
     import torch
@@ -278,7 +278,7 @@ def _raw_ok(device) -> bool:
             _advance(gen, width, buf)
             raw = torch.empty(width, dtype=torch.int64, device=device).random_(generator=gen)
             _advance(gen, width, buf)
-            f, sure = _variates(raw)
+            f, sure = variates(raw)
             ok = (torch.equal(gen.get_state(), end) and bool(sure.any())
                   and torch.equal(f[sure], full[1][sure]))
         except RuntimeError:
@@ -288,7 +288,7 @@ def _raw_ok(device) -> bool:
     return _RAW_OK[key]
 
 
-class _Chunk:
+class Chunk:
     """One chunk's share of a joint decode: its sequences' random stream and how it ended."""
 
     def __init__(self, n: int, state, vocab: int, device, followed: bool):
@@ -299,7 +299,7 @@ class _Chunk:
         self.device = device
         self.gen = torch.Generator(device=device)
         self.gen.set_state(state)
-        self.raw = _raw_ok(device)
+        self.raw = raw_ok(device)
         self.noise = torch.empty((n, vocab), dtype=torch.int64 if self.raw else torch.float32,
                                  device=device)
         self.buf = torch.empty(_BLOCK, dtype=torch.int64, device=device) if self.raw else None
@@ -394,7 +394,7 @@ class _Chunk:
             self.end = self.gen.get_state()
 
 
-def _pick(probs, rows: list[int], parts, exact) -> list[int]:
+def pick(probs, rows: list[int], parts, exact) -> list[int]:
     """``argmax(probs[rows[i]] / noise_i)`` for every sequence ``i`` (``torch.multinomial``'s
     choice); ``parts``: (noise tensor, its first sequence) covering the sequences in order;
     ``exact(i)``: sequence ``i``'s float32 variates drawn by ``exponential_``. Computed only
@@ -418,7 +418,7 @@ def _pick(probs, rows: list[int], parts, exact) -> list[int]:
         cand = (probs[r] > 0).nonzero().flatten()
         sub = _gather(parts, [where[i] for i in seqs], cand)
         if sub.dtype == torch.int64:
-            sub, sure = _variates(sub)
+            sub, sure = variates(sub)
             unsure = (~sure).any(dim=-1).tolist()
         else:
             unsure = [False] * len(seqs)
@@ -471,7 +471,7 @@ def _gather(parts, subs, cand):
     return torch.cat(out) if len(out) > 1 else out[0]
 
 
-def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: list[_Chunk],
+def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: list[Chunk],
             warpers, max_new_tokens: int, eos: set[int], stop,
             stats: dict) -> list[tuple[list[str], list[bool]]]:
     """Decode the sequences of ``chunks`` together, continuing the prompt (``length`` tokens;
@@ -525,7 +525,7 @@ def _decode(model, tokenizer, length: int, prefix_cache, prefix_logits, chunks: 
             return chunks[owners[p]].exact(i - parts_at[p])
 
         rows = [row_of[x] for x in active]
-        picked = _pick(probs, rows, parts, exact)
+        picked = pick(probs, rows, parts, exact)
         stats["sampled_tokens"] += len(active)
         step += 1
         # next batch: one row per distinct (row, token) of the sequences that go on
@@ -595,7 +595,7 @@ def _sample_prompt(model, tokenizer, ids: list[int], num_samples: int, gen, chun
         # rows end with EOS first; assume the former (checked below)
         chunks = []
         for j, n in enumerate(group):
-            chunks.append(_Chunk(n, state, vocab, device, followed=i + j + 1 < len(sizes)))
+            chunks.append(Chunk(n, state, vocab, device, followed=i + j + 1 < len(sizes)))
             if j < len(group) - 1:
                 state = chunks[-1].plan(max_new_tokens)
         done = _decode(model, tokenizer, len(ids), cache, logits, chunks, warpers,

