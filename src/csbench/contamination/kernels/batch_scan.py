@@ -41,10 +41,11 @@ class Matches:
     """The n-gram key matches of one batch of documents. Match r: the key at ``key_index[r]``
     among the sorted keys of the length in slot ``slots[r]`` starts at word ``starts[r]`` of the
     batch (the documents' words counted one after another; document d's first word is
-    ``first_word[d]``). ``candidates``: the n-grams that passed the bit-table pre-filter. ``doc_bytes(d)``: document d, normalised;
-    ``doc_id(d)``: its id (materialised only for the documents with matches). ``nbytes``,
-    ``ndocs``, ``seconds``: text bytes before folding, documents, and CPU seconds spent on the
-    batch here (the fused path; the per-document path leaves them to the scanner)."""
+    ``first_word[d]``). ``candidates``: the n-grams that passed the bit-table pre-filter.
+    ``doc_bytes(d)``: document d, normalised; ``doc_id(d)``: its id (materialised only for the
+    documents with matches). ``nbytes``, ``ndocs``, ``seconds``: text bytes before folding,
+    documents, and CPU seconds spent on the batch here (the fused path; the per-document path leaves
+    them to the scanner)."""
     starts: np.ndarray
     slots: np.ndarray
     key_index: np.ndarray

@@ -223,7 +223,7 @@ def _lookup_run(src, a, m, out, run_o, keys, meta, pool):
 def _close_run(src, a, m, out, run_o, runs):
     """A non-ASCII run whose per-character output began at out[run_o] ends and holds a
     character that is not context-free: its folding is taken from the run cache (``runs``:
-    :meth:`RunCache.arrays`) by its UTF-8, ``src[a:a + m]``. Returns (new output position,
+    :meth:`.runs.RunCache.arrays`) by its UTF-8, ``src[a:a + m]``. Returns (new output position,
     found); a run missing from the cache is recorded there (``mbuf``/``miss``, if there is
     room) and its line is then a fallback line."""
     keys, meta, pool, _, mbuf, miss = runs

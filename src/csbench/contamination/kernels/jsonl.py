@@ -39,8 +39,8 @@ identical. Fallback lines: invalid JSON (including ``NaN``, bare control charact
 BOM, depth beyond ``MAX_DEPTH``, a number literal over 1000 characters), escaped or non-ASCII-
 invalid key names, a duplicate text or id key, a text value that is not a string, lone surrogate
 escapes, invalid UTF-8, an id value other than a plain string without escapes or an integer
-literal of at most 18 digits that ``str(int(...))`` gives back (``-0`` is not), a missing text or
-id field, and text with a run (:mod:`.runs`) missing from a full run cache, or one that needs escapes
+literal of at most 18 digits that ``str(int(...))`` gives back (``-0`` is not), a missing text or id
+field, and text with a run (:mod:`.runs`) missing from a full run cache, or one that needs escapes
 and is longer than 4 KB.
 
 The per-code-point folding table and the run cache that let non-ASCII text stay in the kernel

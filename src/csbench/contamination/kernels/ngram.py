@@ -12,21 +12,22 @@ only the matches (start word, length slot, key index), so nothing per word is ma
 n-grams never cross a document boundary (the run counter restarts at each document).
 
 The kernel works in two passes. Pass 1 (:func:`_word_hashes`) classifies 64 bytes at a time with
-one vector compare per byte class (:func:`.simd._word_bits64`: LLVM vector IR, AVX-512 or AVX2 code on
-x86), turns the 64-bit mask into word starts and ends with bit tricks, and hashes each word from
-two unaligned 8-byte loads (no work per byte, no branch per byte); on CPUs with AVX-512 VBMI and
-VBMI2 (:data:`.simd.VECTOR`) 16 words of a block at a time, their bytes picked by byte permutes
-(:func:`_pass1`). Pass 2 (:func:`_ngram_pass`) tests the word hashes against the
-vocabulary and rolls n-gram hashes inside vocabulary runs. On the per-document path
+one vector compare per byte class (:func:`.simd._word_bits64`: LLVM vector IR, AVX-512 or AVX2
+code on x86), turns the 64-bit mask into word starts and ends with bit tricks, and hashes each
+word from two unaligned 8-byte loads (no work per byte, no branch per byte); on CPUs with
+AVX-512 VBMI and VBMI2 (:data:`.simd.VECTOR`) 16 words of a block at a time, their bytes picked
+by byte permutes (:func:`_pass1`). Pass 2 (:func:`_ngram_pass`) tests the word hashes against
+the vocabulary and rolls n-gram hashes inside vocabulary runs. On the per-document path
 :meth:`KernelIndex.scan` runs both passes; on the fused JSON-lines path (:mod:`.jsonl`) the
-extraction kernel runs pass 1 on each document as it is copied, and :meth:`KernelIndex.scan_words`
-runs pass 2 only. Either way the hashes are those of the bytes the numpy path sees, so results
-are identical. Pass 1 reads up to ``PAD`` bytes past a document's end (never uses them): buffers
-handed to the kernels have that much room. Document ranges need not be contiguous or in buffer
-order, only non-overlapping. Without numba (not installed, fails to compile, ``CSBENCH_NUMBA=0``
-or a big-endian machine) :func:`available` is False and the scanner keeps its numpy path.
-Compiled code is cached on disk (``cache=True``, :func:`.jit.jit`), so the compile cost (a few
-seconds) is paid once per installation, not per job.
+extraction kernel runs pass 1 on each document as it is copied, and
+:meth:`KernelIndex.scan_words` runs pass 2 only. Either way the hashes are those of the bytes
+the numpy path sees, so results are identical. Pass 1 reads up to ``PAD`` bytes past a
+document's end (never uses them): buffers handed to the kernels have that much room. Document
+ranges need not be contiguous or in buffer order, only non-overlapping. Without numba (not
+installed, fails to compile, ``CSBENCH_NUMBA=0`` or a big-endian machine) :func:`available` is
+False and the scanner keeps its numpy path. Compiled code is cached on disk (``cache=True``,
+:func:`.jit.jit`), so the compile cost (a few seconds) is paid once per installation, not per
+job.
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def _word_hash(buf, s, e):
 
 
 def _block(buf, base, hi, carry):
-    """The 64-byte block at ``base``: its word-byte mask W (:func:`_word_bits64`, bits past
+    """The 64-byte block at ``base``: its word-byte mask W (:func:`.simd._word_bits64`, bits past
     ``hi`` cleared), word starts ``S = B & W`` and ends ``E = B & ~W``, where
     ``B = W ^ (W << 1 | carry)`` are the transitions (carry: the previous block's last bit)."""
     one = np.uint64(1)
@@ -248,7 +249,8 @@ def _packed(bits: np.ndarray, what: str):
 
 
 class KernelIndex:
-    """The probe keys of a :class:`~csbench.contamination.scan.ProbeIndex` laid out for the kernel."""
+    """The probe keys of a :class:`~csbench.contamination.scan.ProbeIndex` laid out for the
+    kernel."""
 
     def __init__(self, lengths, keys: dict, table: np.ndarray, vocab: np.ndarray | None = None):
         """``keys[L][0]``: the sorted unique keys of length L; ``table``: the n-gram pre-filter,

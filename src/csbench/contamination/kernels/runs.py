@@ -21,13 +21,13 @@ from .json_text import _run_hash
 
 class RunCache:
     """Foldings of whole non-ASCII runs that hold a character that is not context-free (say a
-    Devanagari word with its vowel signs), for the kernel (:func:`.json_text._close_run`): an open-addressing
-    table of hashes of the runs' UTF-8 (``keys``; 0: empty; half full at most), and per slot
-    (``meta``) the offset and length of the run's UTF-8 and of its folding
-    (:func:`.hashing.fold_run_uncached`, exactly what ``normalise_bytes`` gives the run) in one
-    byte pool. One per process, shared by all batches; it stops growing at ``MAX_RUNS`` runs
-    (later missing runs send their lines to the Python path). The kernel records the runs it
-    misses in ``mbuf``/``miss`` (:meth:`take_missed`)."""
+    Devanagari word with its vowel signs), for the kernel (:func:`.json_text._close_run`): an open-
+    addressing table of hashes of the runs' UTF-8 (``keys``; 0: empty; half full at most), and per
+    slot (``meta``) the offset and length of the run's UTF-8 and of its folding
+    (:func:`.hashing.fold_run_uncached`, exactly what ``normalise_bytes`` gives the run) in one byte
+    pool. One per process, shared by all batches; it stops growing at ``MAX_RUNS`` runs (later
+    missing runs send their lines to the Python path). The kernel records the runs it misses in
+    ``mbuf``/``miss`` (:meth:`take_missed`)."""
 
     MAX_RUNS = 1 << 20
 

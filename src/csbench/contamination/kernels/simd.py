@@ -72,7 +72,7 @@ if numba is not None:
         """The intrinsic ``_hash_lanes(buf, base, s, e, hw, k)`` of the vector pass 1: the words
         of the 64-byte block at ``buf[base:]`` whose starts are the set bits of ``s`` and whose
         ends are those of ``e`` (the i-th start pairs with the i-th end; both inside the block)
-        are hashed as :func:`_word_hash` does, the first ``LANES`` of them to ``hw[k:]`` (a
+        are hashed as :func:`.ngram._word_hash` does, the first ``LANES`` of them to ``hw[k:]`` (a
         masked store: nothing past the last word is written). Returns popcount(e).
 
         The bit positions are compressed into byte vectors (``llvm.experimental.vector.compress``;
