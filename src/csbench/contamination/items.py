@@ -8,6 +8,10 @@ texts (the pieces around a blank) only feed the ``exact`` method's parts rule.
   ``option2``) and the two halves around the blank (``left``, ``right``);
 * WinoWhat: the paraphrase filled by each option, and its halves;
 * 20Q: the question (the cleaned test split of the twentyq task); ProtoQA: the question as written; SQuAD 2.0: the question.
+
+A dataset of the ``datasets`` registry is searched by its kind (:func:`dataset_probes`): a
+``winograd`` sentence like WinoGrande's (and its paraphrase, where the role is given, the same
+way), the question of a ``yesno``, ``protoqa`` or ``squad`` item, the ``text`` of a ``text`` item.
 """
 from __future__ import annotations
 
@@ -76,4 +80,37 @@ def extract(benchmark: str, df: pd.DataFrame, path=None) -> pd.DataFrame:
         for r in df[["id", "question"]].itertuples(index=False):
             rows.append(dict(benchmark=benchmark, item_id=str(r[0]), probe="question",
                              kind="full", text=str(r[1])))
+    return pd.DataFrame(rows, columns=PROBE_COLUMNS)
+
+
+# dataset kind -> the role holding the text searched as written (winograd: the blank sentences)
+QUESTION_ROLES = {"yesno": "question", "protoqa": "question", "squad": "question", "text": "text"}
+KINDS = ("winograd", *QUESTION_ROLES)
+
+
+def dataset_probes(name: str, kind: str, df: pd.DataFrame, path=None) -> pd.DataFrame:
+    """Probe table of a registry dataset (``benchmark`` = its name) from its normalised table of
+    roles: a ``winograd`` item's sentence with each option filled in and the halves around the
+    blank (probes ``option1``, ``option2``, ``left``, ``right``), and its ``paraphrase`` where one
+    is given, the same way (``paraphrase_option1`` ...); the question of a ``yesno``, ``protoqa``
+    or ``squad`` item (probe ``question``); the text of a ``text`` item (probe ``text``)."""
+    path = path or name
+    if kind not in KINDS:
+        raise ValueError(f"dataset {name!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    rows: list[dict] = []
+    if kind == "winograd":
+        _need(df, ["id", "sentence", "option1", "option2"], path)
+        para = df["paraphrase"] if "paraphrase" in df.columns else [None] * len(df)
+        for i, (r, p) in enumerate(zip(df[["id", "sentence", "option1", "option2"]]
+                                       .itertuples(index=False), para)):
+            rows += blank_probes(name, str(r.id), r.sentence, (r.option1, r.option2), path, i + 1)
+            if isinstance(p, str) and p.strip():
+                rows += [dict(x, probe=f"paraphrase_{x['probe']}")
+                         for x in blank_probes(name, str(r.id), p, (r.option1, r.option2), path,
+                                               i + 1)]
+    else:
+        role = QUESTION_ROLES[kind]
+        _need(df, ["id", role], path)
+        rows = [dict(benchmark=name, item_id=str(i), probe=role, kind="full", text=t)
+                for i, t in zip(df["id"], df[role])]
     return pd.DataFrame(rows, columns=PROBE_COLUMNS)
