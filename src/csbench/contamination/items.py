@@ -1,17 +1,16 @@
 """What to look for in a corpus, per benchmark: one row per probe text.
 
-A benchmark name maps to a normalised table (``results/data/<source>/<table>.parquet``) and an
-extraction function. Probes have a ``kind``: ``full`` texts are searched by every method; ``part``
-texts (the pieces around a blank) only feed the ``exact`` method's parts rule.
+A benchmark is a data set of the ``datasets`` registry (built-in or the user's), searched by its
+kind (:func:`dataset_probes`), or one of the task tables of :data:`BENCHMARKS` (:func:`extract`).
+Probes have a ``kind``: ``full`` texts are searched by every method; ``part`` texts (the pieces
+around a blank) only feed the ``exact`` method's parts rule.
 
-* WinoGrande dev/test and WSC: the sentence with ``_`` filled by each option (``option1``,
-  ``option2``) and the two halves around the blank (``left``, ``right``);
-* WinoWhat: the paraphrase filled by each option, and its halves;
-* 20Q: the question (the cleaned test split of the twentyq task); ProtoQA: the question as written; SQuAD 2.0: the question.
-
-A dataset of the ``datasets`` registry is searched by its kind (:func:`dataset_probes`): a
-``winograd`` sentence like WinoGrande's (and its paraphrase, where the role is given, the same
-way), the question of a ``yesno``, ``protoqa`` or ``squad`` item, the ``text`` of a ``text`` item.
+* ``winograd`` (WinoGrande dev/test, WSC, a user's set): the sentence with ``_`` filled by each
+  option (``option1``, ``option2``) and the two halves around the blank (``left``, ``right``); a
+  paraphrase, where the set has one, the same way (``paraphrase_option1`` ...);
+* ``yesno``, ``protoqa`` (the question as written), ``squad``: the question; ``text``: the text;
+* WinoWhat (``winowhat``): the paraphrase filled by each option, and its halves;
+* 20Q (``twentyq_test``): the question of the cleaned test split of the twentyq task.
 """
 from __future__ import annotations
 
@@ -19,15 +18,10 @@ import pandas as pd
 
 from ..errors import InputError
 
-# benchmark -> (source, table, extractor name)
+# the benchmarks that are not data sets: name -> (source, table, extractor name)
 BENCHMARKS = {
-    "winogrande_dev": ("winogrande", "dev", "blank"),
-    "winogrande_test": ("winogrande", "test", "blank"),
-    "wsc": ("wsc273", "wsc", "blank"),
     "winowhat": ("winowhat", "winowhat", "paraphrase"),
     "twentyq_test": ("twentyq", "test", "question"),
-    "protoqa_dev": ("protoqa", "dev_crowdsourced", "question"),
-    "squad_v2_dev": ("squad_v2", "dev", "question"),
 }
 # tables produced by task rules rather than by a normaliser
 TASK_TABLES = {"twentyq_test": "results/twentyq/split/test.parquet"}   # 20Q test split (cleaned)
@@ -59,17 +53,17 @@ def blank_probes(benchmark: str, item_id: str, sentence: str, options, path=None
 
 
 def extract(benchmark: str, df: pd.DataFrame, path=None) -> pd.DataFrame:
-    """Probe table of one benchmark from its normalised table."""
+    """Probe table of one of :data:`BENCHMARKS` from its table."""
     if benchmark not in BENCHMARKS:
         raise KeyError(f"unknown benchmark {benchmark!r} (known: {', '.join(BENCHMARKS)})")
     kind = BENCHMARKS[benchmark][2]
     path = path or benchmark
     rows: list[dict] = []
-    if kind in ("blank", "paraphrase"):
-        col = "sentence" if kind == "blank" else "paraphrased_sentence"
+    if kind == "paraphrase":
+        col = "paraphrased_sentence"
         _need(df, ["id", col, "option1", "option2"], path)
         for i, r in enumerate(df[["id", col, "option1", "option2"]].itertuples(index=False)):
-            if kind == "paraphrase" and str(r[1]).count("_") != 1:
+            if str(r[1]).count("_") != 1:
                 # a paraphrase without a single blank is searched as written
                 rows.append(dict(benchmark=benchmark, item_id=str(r[0]), probe="text",
                                  kind="full", text=str(r[1])))
@@ -81,7 +75,6 @@ def extract(benchmark: str, df: pd.DataFrame, path=None) -> pd.DataFrame:
             rows.append(dict(benchmark=benchmark, item_id=str(r[0]), probe="question",
                              kind="full", text=str(r[1])))
     return pd.DataFrame(rows, columns=PROBE_COLUMNS)
-
 
 # dataset kind -> the role holding the text searched as written (winograd: the blank sentences)
 QUESTION_ROLES = {"yesno": "question", "protoqa": "question", "squad": "question", "text": "text"}

@@ -16,8 +16,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import InputError
 from ..io import PairsDict, line_of, open_text, read_jsonl
 
@@ -45,51 +43,6 @@ def questions_from_frame(df) -> dict[str, Question]:
             cluster_ids=tuple(str(c) for c in r.cluster_ids),
             raw=tuple((str(a), int(n)) for a, n in zip(r.raw_answers, r.raw_counts)),
         )
-    return out
-
-
-def _seq(v) -> list:
-    """A list-valued cell as a list (None, or a missing optional column: empty)."""
-    return [] if v is None or (isinstance(v, float) and v != v) else list(v)
-
-
-def _strings(v) -> bool:
-    return all(isinstance(a, str) and a.strip() for a in v)
-
-
-def questions_from_dataset(df, path="<dataset>") -> dict[str, Question]:
-    """Questions with clusters from a ``protoqa`` dataset's normalised table of roles: ``id``,
-    ``question`` (the text matched and prompted with, as given), ``answers`` (the clusters: a
-    list of lists of answer strings), ``counts`` (crowd answers per cluster, parallel), and
-    where given ``cluster_ids``, ``raw_answers`` and ``raw_counts`` (the embedding matcher's
-    extra targets). A row without clusters (a question-only item) is dropped; a malformed one is
-    an :class:`InputError` naming the row (1-based)."""
-    need = [c for c in ("id", "question", "answers", "counts") if c not in df.columns]
-    if need:
-        raise InputError(path, f"protoqa table lacks column(s) {', '.join(need)} "
-                               f"(has {', '.join(map(str, df.columns))})")
-    out: dict[str, Question] = {}
-    for row, r in enumerate(df.to_dict("records"), 1):
-        clusters, counts = [_seq(c) for c in _seq(r["answers"])], _seq(r["counts"])
-        if not clusters:
-            continue
-        if len(counts) != len(clusters):
-            raise InputError(path, f"row {row} ({r['id']}): {len(clusters)} answer clusters but "
-                                   f"{len(counts)} counts", row)
-        if not all(c and _strings(c) for c in clusters):
-            raise InputError(path, f"row {row} ({r['id']}): every cluster must list answer "
-                                   "strings", row)
-        if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
-                   for n in counts):
-            raise InputError(path, f"row {row} ({r['id']}): counts must be integers >= 0, "
-                                   f"got {counts!r}", row)
-        cids = _seq(r.get("cluster_ids")) or [str(i) for i in range(len(clusters))]
-        raw_a, raw_n = _seq(r.get("raw_answers")), _seq(r.get("raw_counts"))
-        out[str(r["id"])] = Question(
-            qid=str(r["id"]), question=r["question"],
-            clusters=tuple(tuple(c) for c in clusters), counts=tuple(int(n) for n in counts),
-            cluster_ids=tuple(str(c) for c in cids),
-            raw=tuple((str(a), int(n)) for a, n in zip(raw_a, raw_n)))
     return out
 
 

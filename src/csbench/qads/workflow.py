@@ -6,29 +6,6 @@ import pandas as pd
 from ..data.squad_v2 import to_squad_json
 from . import wsd as _wsd
 
-# a squad dataset's roles: the columns of the SQuAD 2.0 table (csbench.data.squad_v2.COLUMNS)
-SQUAD_ROLES = ("id", "article", "paragraph", "title", "context", "question", "answers",
-               "plausible_answers", "is_impossible")
-
-
-def squad_questions(df: pd.DataFrame, path="<dataset>") -> pd.DataFrame:
-    """The question table QADS rewrites and scores, from a ``squad`` dataset's normalised table:
-    its columns in SQuAD 2.0 table order (``plausible_answers`` empty and ``title`` blank where
-    the dataset has none); a missing column is an :class:`InputError` naming the table."""
-    from ..errors import InputError
-
-    df = df.copy()
-    if "plausible_answers" not in df.columns:
-        df["plausible_answers"] = [[] for _ in range(len(df))]
-    if "title" not in df.columns:
-        df["title"] = ""
-    missing = [c for c in SQUAD_ROLES if c not in df.columns]
-    if missing:
-        raise InputError(path, f"squad table lacks column(s) {', '.join(missing)} "
-                               f"(has {', '.join(map(str, df.columns))})")
-    return df[list(SQUAD_ROLES)]
-
-
 def select_questions(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     """Apply ``qads.questions`` (id filter, seeded sample) keeping file order."""
     if cfg["ids"]:
