@@ -26,3 +26,15 @@ def audit_items(kind: str, df: pd.DataFrame, path="<dataset>") -> pd.DataFrame:
         raise InputError(path, f"{kind} table lacks column(s) {', '.join(missing)} "
                                f"(has {', '.join(map(str, df.columns))})")
     return df.assign(text=df[role])
+
+
+def read_items(path, dataset: dict | None = None) -> pd.DataFrame:
+    """One side of an audit: a data set's file read as ``dataset`` says (its registry kind,
+    columns and settings) with its ``text`` column, else a table file as it is."""
+    if dataset is None:
+        from .engine import read_table
+
+        return read_table(path)
+    from ..datasets import read_entry
+
+    return audit_items(dataset["kind"], read_entry(dataset, path), path)
