@@ -106,12 +106,13 @@ def test_command_line_text_is_read_as_the_keys_type(repo):
 
 @pytest.mark.parametrize("name", ["..", ".", ".hidden", "a/b", "a\\b", "x\ny"])
 @pytest.mark.parametrize("key", ["models.lm", "models.qa", "audits", "protoqa.predictions",
-                                 "contamination.corpora"])
+                                 "contamination.corpora", "datasets"])
 def test_names_that_become_paths_must_be_plain(repo, key, name):
     """Issue 29: a model named '..' made the materialise job's output resources/models/.., and
     Snakemake removed all of resources/ before running it."""
     value = {"paths": ["x"]} if key == "contamination.corpora" else \
-        {"train": "a", "test": "b"} if key == "audits" else "random:tiny-gpt2"
+        {"train": "a", "test": "b"} if key == "audits" else \
+        {"kind": "text", "path": "x"} if key == "datasets" else "random:tiny-gpt2"
     cfg: dict = {}
     node = cfg
     for part in key.split("."):

@@ -21,6 +21,15 @@ from referencing.jsonschema import DRAFT202012
 from .errors import ConfigError
 
 
+def _merged(default: dict, given: dict) -> dict:
+    """``given`` over ``default``, key by key, nested maps too (a built-in data set's
+    ``settings.limit`` given alone keeps its built-in ``settings.fewshot``)."""
+    out = copy.deepcopy(default)
+    for k, v in given.items():
+        out[k] = _merged(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
+    return out
+
+
 def _with_defaults(cls):
     validate_props = cls.VALIDATORS["properties"]
 
@@ -34,9 +43,7 @@ def _with_defaults(cls):
                 elif (sub.get("x-merge-defaults") and isinstance(sub["default"], dict)
                       and isinstance(instance[name], dict)):
                     # maps such as sources.<s>.files: user entries override single defaults
-                    merged = copy.deepcopy(sub["default"])
-                    merged.update(instance[name])
-                    instance[name] = merged
+                    instance[name] = _merged(sub["default"], instance[name])
         yield from validate_props(validator, properties, instance, schema)
 
     return validators.extend(cls, {"properties": set_defaults})
@@ -250,7 +257,8 @@ def check_schema_documented(schema_path: str | Path) -> list[str]:
 
 def schema_leaves(schema_path: str | Path = SCHEMA) -> dict[str, dict]:
     """Dotted key -> schema of every leaf of the config schema (an object without properties,
-    such as a name -> spec map, is a leaf); the per-audit keys appear as ``audits.*.<key>``."""
+    such as a name -> spec map, is a leaf); the per-audit and per-data-set keys appear as
+    ``audits.*.<key>`` and ``datasets.*.<key>``."""
     base = Path(schema_path).resolve().parent
     out: dict[str, dict] = {}
 
@@ -258,8 +266,8 @@ def schema_leaves(schema_path: str | Path = SCHEMA) -> dict[str, dict]:
         if "$ref" in node:
             node = {**yaml.safe_load((base / node["$ref"]).read_text()),
                     **{k: v for k, v in node.items() if k != "$ref"}}
-        if where == "audits":
-            walk(node["additionalProperties"], "audits.*")
+        if where in ("audits", "datasets"):  # name -> entry maps: one set of keys per entry
+            walk(node["additionalProperties"], f"{where}.*")
             return
         props = node.get("properties")
         if node.get("type") == "object" and props:

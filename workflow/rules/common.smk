@@ -2,6 +2,7 @@
 import re
 
 import csbench.data
+import csbench.datasets
 import csbench.runtime
 from csbench.fetch import mirror_file, wanted_files
 from csbench.lm.prompt import model_format
@@ -59,6 +60,21 @@ def data_table(source, table):
 # Every model spec is parsed and checked here, at parse time: a local path that does not exist,
 # a bare owner/name that is not a directory, a malformed wheel spec fail a dry run.
 MODEL_SPECS = check_config_models(config)
+
+
+# Every data set entry (csbench.datasets) is checked here, at parse time: a kind or path not set,
+# a file that does not exist, a role its kind does not have, a column not in the file's header.
+DATASETS = csbench.datasets.check_config(config)
+
+
+def dataset_input(name):
+    """The file a rule reads for data set ``name``: editing it reruns the rules that read it."""
+    return csbench.datasets.input_path(DATASETS[name], data_table)
+
+
+def dataset_params(name):
+    """What reading data set ``name`` depends on besides its file (kind, columns, settings)."""
+    return csbench.datasets.params(DATASETS[name])
 
 
 def model_dir(name):
