@@ -1,6 +1,5 @@
 # ProtoQA: score ranked answer lists against crowd answer clusters (exact, WordNet, embedding
 # matching; Max Answers@k / Max Incorrect@k) and the sampling-based generation baseline.
-import csbench.datasets
 import csbench.protoqa
 import csbench.protoqa.baseline as _pqb
 
@@ -8,9 +7,9 @@ PROTOQA = "results/protoqa"
 PQ = config["protoqa"]  # defaults filled by the config validation in the Snakefile
 # the questions scored against: the protoqa data set protoqa.targets names, its file and the
 # settings it is read with (csbench.datasets)
-PQ_TARGETS = csbench.protoqa.targets(config)
-PQ_QUESTIONS = csbench.datasets.input_path(PQ_TARGETS, data_table)
-PQ_TARGETS_READ = csbench.datasets.params(PQ_TARGETS)
+csbench.protoqa.check_targets(config)
+PQ_QUESTIONS = dataset_input(PQ["targets"])
+PQ_TARGETS_READ = dataset_params(PQ["targets"])
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])

@@ -1,6 +1,5 @@
 # QADS: SQuAD 2.0 questions rewritten with WordNet synonyms chosen by WSD, WSD evaluated on the
 # unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
-import csbench.datasets
 import csbench.models
 import csbench.qads.verify as _qdv
 import csbench.qads.workflow as _qdw
@@ -9,9 +8,9 @@ QADS = "results/qads"
 QD = config["qads"]  # defaults filled by the config validation in the Snakefile
 # the questions rewritten: the squad data set qads.questions.table names, its file and the
 # settings it is read with (csbench.datasets)
-QADS_DATASET = _qdw.dataset(config)
-QADS_QUESTIONS = csbench.datasets.input_path(QADS_DATASET, data_table)
-QADS_READ = csbench.datasets.params(QADS_DATASET)
+_qdw.check_dataset(config)
+QADS_QUESTIONS = dataset_input(QD["questions"]["table"])
+QADS_READ = dataset_params(QD["questions"]["table"])
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # Each rule's params name the qads settings its output depends on (docs/ARCHITECTURE.md).
 # The WSD settings a disambiguation method reads (enhanced Lesk's weights; none for the others).

@@ -31,8 +31,8 @@ from ..errors import ConfigError, InputError
 from . import formats
 from .kinds import KINDS, ROWS, protoqa_native
 
-__all__ = ["KINDS", "check_config", "names", "entry", "input_path", "params", "read_dataset",
-           "read_entry", "table_ref"]
+__all__ = ["KINDS", "check_config", "names", "entry", "input_path", "of_kind", "params",
+           "read_dataset", "read_entry", "table_ref"]
 
 
 def table_ref(path: str) -> tuple[str, str] | None:
@@ -202,3 +202,17 @@ def _sample(df: pd.DataFrame, kind, settings: dict) -> pd.DataFrame:
     if kind.name == "yesno":
         keep = keep.union(df.index[df["split"] == "train"])
     return df.loc[df.index.isin(keep)].reset_index(drop=True)
+
+
+def of_kind(config: dict, name: str, kinds, key: str) -> dict:
+    """The entry of data set ``name`` that config key ``key`` names, checked at parse time: a
+    name not under ``datasets``, or a set of a kind not in ``kinds``, is a
+    :class:`ConfigError` naming ``key``."""
+    e = config["datasets"].get(name)
+    if e is None:
+        raise ConfigError(f"config key '{key}': {name!r} is not a data set (configured under "
+                          f"datasets: {sorted(config['datasets'])})")
+    if e["kind"] not in kinds:
+        raise ConfigError(f"config key '{key}': data set {name!r} is of kind {e['kind']}, not "
+                          f"{' or '.join(kinds)}")
+    return e

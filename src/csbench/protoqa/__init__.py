@@ -61,7 +61,7 @@ def predictions_files(pq: dict, mirror, lm_models: dict, results: str = "results
     return out
 
 
-def targets(config: dict) -> dict:
+def check_targets(config: dict) -> dict:
     """The data set ``protoqa.targets`` names (checked at parse time: a ``protoqa`` entry of
     ``datasets``)."""
     from ..datasets import of_kind

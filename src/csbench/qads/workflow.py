@@ -6,7 +6,7 @@ import pandas as pd
 from ..data.squad_v2 import to_squad_json
 from . import wsd as _wsd
 
-def dataset(config: dict) -> dict:
+def check_dataset(config: dict) -> dict:
     """The data set ``qads.questions.table`` names (checked at parse time: a ``squad`` entry of
     ``datasets``)."""
     from ..datasets import of_kind
