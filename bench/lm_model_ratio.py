@@ -50,7 +50,7 @@ def workloads(mirror: Path, n_wg: int, n_tq: int):
     from csbench.data.csqa2 import normalise
     from csbench.protoqa.baseline import question_to_prompt
     from csbench.protoqa.data import load_questions
-    from csbench.twentyq.csqa2 import yesno_items
+    from csbench.twentyq.yesno import yesno_items
     from csbench.twentyq.prompts import ANSWERS, VARIANTS, build_prompts
     from csbench.winowhat.requests import partial_requests
 
@@ -58,8 +58,8 @@ def workloads(mirror: Path, n_wg: int, n_tq: int):
             if line.strip()][:n_wg]
     wg = [r for d in rows for r in partial_requests(d["sentence"], d["option1"], d["option2"])]
     files = {f: str(mirror / "csqa2" / f) for f in ("CSQA2_dev.json.gz", "CSQA2_train.json.gz")}
-    test, _ = yesno_items(normalise("dev", files), "dev")
-    train, _ = yesno_items(normalise("train", files), "train")
+    test, train = (yesno_items(normalise(t, files).rename(columns={"topic_prompt": "topic"})
+                               .assign(split=t))[0] for t in ("dev", "train"))
     tq = [(p, a) for v in VARIANTS for p in build_prompts(test, train, v, 0)[:n_tq] for a in ANSWERS]
     qs = load_questions(mirror / "protoqa/dev.crowdsourced.jsonl")
     return wg, tq, [question_to_prompt(qs[next(iter(qs))].question)]

@@ -74,7 +74,7 @@ def test_finetune_specs_name_their_training_tables():
                              "ft": {"finetune": {"base": "tiny", "data": "twentyq_ft/csqa2"}},
                              "other": {"finetune": {"base": "tiny", "data": "protoqa/finetune_train"}}}}}
     specs = check_config_models(cfg)
-    assert workflow.finetune_tables(specs) == ["csqa2"]
+    assert workflow.finetune_tables(specs, ["twentyq", "csqa2"]) == ["csqa2"]
     assert workflow.is_fine_tuned(specs, "ft") and not workflow.is_fine_tuned(specs, "tiny")
     assert workflow.finetune_data("csqa2") == "results/data/twentyq_ft/csqa2.parquet"
     assert workflow.finetune_admission("csqa2") in workflow.targets([], ["csqa2"], ["csqa2"])

@@ -1,7 +1,8 @@
 # 20Q: clean the Twenty Questions data, build the overlap-free split, score LMs on yes/no
 # questions (zero-shot, few-shot, without the topic) and relate NLL to topic frequency.
-# The same scoring runs on CSQA2 dev (twentyq.benchmarks: csqa2): the scoring rules take the test
-# set's directory under results/twentyq as the {yesno} wildcard ("" = 20Q, "csqa2/" = CSQA2).
+# The same scoring runs on any yes/no data set (twentyq.benchmarks: csqa2 or a `datasets` entry of
+# kind yesno): the scoring rules take the test set's directory under results/twentyq as the {yesno}
+# wildcard ("" = 20Q, "csqa2/" = CSQA2, "<name>/" = data set <name>).
 import csbench.audit.workflow as _auw
 import csbench.twentyq.workflow as _tqw
 
@@ -9,8 +10,9 @@ TWENTYQ = _tqw.ROOT
 TQ = config["twentyq"]  # defaults filled by the config validation in the Snakefile
 TQ_MODELS = _tqw.scoring_models(TQ, config["models"]["lm"])
 TQ_REFERENCE = _tqw.reference_lm(TQ, config["models"]["lm"])
-TQ_BENCHMARKS = TQ["benchmarks"]
-TQ_FT_TABLES = _tqw.finetune_tables(MODEL_SPECS)  # benchmarks a finetune spec trains on
+TQ_BENCHMARKS = _tqw.benchmarks(TQ, DATASETS)
+TQ_NAMES = _tqw.yesno_names(DATASETS)  # twentyq and every yes/no data set
+TQ_FT_TABLES = _tqw.finetune_tables(MODEL_SPECS, TQ_NAMES)  # benchmarks a finetune spec trains on
 
 
 rule twentyq_clean:
@@ -62,17 +64,21 @@ rule twentyq_split:
         "../scripts/twentyq_split.py"
 
 
-rule twentyq_csqa2:
+# A yes/no data set's test items and few-shot pool in the 20Q item schema (csbench.twentyq.yesno).
+rule twentyq_dataset:
     input:
-        train=data_table("csqa2", "train"),
-        dev=data_table("csqa2", "dev"),
+        table=lambda wc: dataset_input(wc.dataset),
+        fewshot=lambda wc: _tqw.fewshot(DATASETS, wc.dataset, dataset_input),
     output:
-        train=f"{TWENTYQ}/csqa2/split/train.parquet",
-        test=f"{TWENTYQ}/csqa2/split/test.parquet",
+        train=f"{TWENTYQ}/{{dataset}}/split/train.parquet",
+        test=f"{TWENTYQ}/{{dataset}}/split/test.parquet",
+    wildcard_constraints:
+        dataset=_tqw.dataset_wildcard(TQ_NAMES),
     params:
-        csqa2=TQ["csqa2"],
+        dataset=lambda wc: dataset_params(wc.dataset),
+        fewshot=lambda wc: _tqw.fewshot(DATASETS, wc.dataset, dataset_params),
     log:
-        "logs/twentyq/csqa2/split.log",
+        "logs/twentyq/{dataset}/split.log",
     threads: 1
     resources:
         mem_mb=2000,
@@ -80,7 +86,7 @@ rule twentyq_csqa2:
     conda:
         "../../envs/core.yaml"
     script:
-        "../scripts/twentyq_csqa2.py"
+        "../scripts/twentyq_dataset.py"
 
 
 # The fine-tuned arm (the paper's §6.3): a benchmark's training items kept by the split rules
@@ -88,15 +94,15 @@ rule twentyq_csqa2:
 # `data: twentyq_ft/<benchmark>` (csbench.twentyq.finetune; trained by finetune_model, models.smk).
 rule twentyq_finetune_data:
     input:
-        train=lambda wc: f"{_tqw.BENCHMARK_DIRS[wc.bench]}/split/train.parquet",
-        test=lambda wc: f"{_tqw.BENCHMARK_DIRS[wc.bench]}/split/test.parquet",
+        train=lambda wc: f"{_tqw.bench_dir(wc.bench)}/split/train.parquet",
+        test=lambda wc: f"{_tqw.bench_dir(wc.bench)}/split/test.parquet",
         encoder_model=embedder_input(),
     output:
         table=_tqw.finetune_data("{bench}"),
         admission=report(_tqw.finetune_admission("{bench}"),
                          caption="../report/twentyq_finetune_admission.rst", category="20Q"),
     wildcard_constraints:
-        bench="|".join(_tqw.BENCHMARK_DIRS),
+        bench="|".join(TQ_NAMES),
     params:
         admission=TQ["finetune"],
         encoder=embedder_spec(),
@@ -121,7 +127,7 @@ rule twentyq_topic_frequency:
     output:
         f"{TWENTYQ}/{{yesno}}topic_frequency.parquet",
     wildcard_constraints:
-        yesno=_tqw.YESNO_WILDCARD,
+        yesno=_tqw.yesno_wildcard(TQ_NAMES),
     params:
         lm=lambda wc: lm_result(TQ_REFERENCE, prompt=False),  # empty contexts: no format
     log:
@@ -148,7 +154,7 @@ rule twentyq_score:
         scored=f"{TWENTYQ}/{{yesno}}scores/{{model}}/items.parquet",
         metrics=f"{TWENTYQ}/{{yesno}}scores/{{model}}/metrics.tsv",
     wildcard_constraints:
-        yesno=_tqw.YESNO_WILDCARD,
+        yesno=_tqw.yesno_wildcard(TQ_NAMES),
     params:
         # a fine-tuned model is scored in its training prompt (fine_tuned_variants), others prompted
         scoring=lambda wc: {"variants": TQ["scoring"]["fine_tuned_variants"]
@@ -179,7 +185,7 @@ rule twentyq_summary:
         figure=report(f"{TWENTYQ}/{{yesno}}nll_by_topic_frequency.png",
                       caption="../report/twentyq_frequency.rst", category="20Q"),
     wildcard_constraints:
-        yesno=_tqw.YESNO_WILDCARD,
+        yesno=_tqw.yesno_wildcard(TQ_NAMES),
     params:
         models=TQ_MODELS,
         variant=TQ["scoring"]["figure_variant"],

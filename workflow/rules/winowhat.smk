@@ -1,5 +1,5 @@
-# WinoWhat: WinoGrande and WSC scored by partial evaluation, original vs paraphrased, per
-# common-sense category, with the shared LM scoring engine (csbench.lm). One scoring job per
+# WinoWhat: WinoGrande, WSC and any winograd data set scored by partial evaluation, original vs
+# paraphrased, per common-sense category, with the shared LM scoring engine (csbench.lm). One scoring job per
 # model and shard (config lm.shards): a SLURM profile spreads a model over several GPUs.
 import csbench.winowhat.workflow as _ww
 
@@ -7,11 +7,12 @@ WINOWHAT = "results/winowhat"
 WW = config["winowhat"]  # defaults filled by the config validation in the Snakefile
 WW_SHARDS = int(config["lm"]["shards"])
 WW_MODELS = _ww.models(config, WW)
+WW_USER_SETS = _ww.user_sets(WW, DATASETS)  # parse time: every name a winograd data set
 
 
 rule winowhat_items:
     input:
-        unpack(lambda wc: _ww.inputs(WW, data_table)),
+        unpack(lambda wc: _ww.inputs(WW, data_table, DATASETS, dataset_input)),
     output:
         table=f"{WINOWHAT}/items.parquet",
         flagged=report(f"{WINOWHAT}/flagged_paraphrases.tsv",
@@ -19,7 +20,7 @@ rule winowhat_items:
         templates=directory(f"{WINOWHAT}/samples"),
     params:
         samples=WW["samples"],
-        datasets=WW["datasets"],
+        datasets=_ww.datasets_param(WW, DATASETS, dataset_params),
     log:
         "logs/winowhat/items.log",
     threads: 1

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from csbench.datasets import read_dataset
 from csbench.io import write_parquet, write_tsv
 from csbench.logs import snakemake_logger
 from csbench.winowhat.items import build_items, template
@@ -11,9 +12,11 @@ log = snakemake_logger(snakemake)
 inp, p = snakemake.input, snakemake.params
 read = lambda k: pd.read_parquet(inp[k]) if k in inp.keys() else None  # noqa: E731
 users = {k[len("user_"):]: inp[k] for k in inp.keys() if k.startswith("user_")}
+sets = {k[len("set_"):]: read_dataset(k[len("set_"):], snakemake.config, inp[k])
+        for k in inp.keys() if k.startswith("set_")}  # winograd data sets (csbench.datasets)
 items = build_items(read("dev"), read("winowhat"), test=read("test"), wsc=read("wsc"),
                     sample_size=p.samples["size"], seed=p.samples["seed"], user_files=users,
-                    winowhat_path=inp["winowhat"])
+                    winowhat_path=inp["winowhat"], datasets=sets)
 for (ds, var), n in items.groupby(["dataset", "variant"]).size().items():
     log.info("%s/%s: %d items", ds, var, n)
 flagged = items[items["flagged"]][["dataset", "item_id", "sentence", "option1", "option2"]]

@@ -12,9 +12,13 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..data.protoqa import COLUMNS as PROTOQA_COLUMNS
+from ..data.protoqa import COLUMNS as PROTOQA_ALL
+from ..data.protoqa import FINETUNE_COLUMNS
 from ..data.protoqa import parse_record as protoqa_record
 from ..data.squad_v2 import COLUMNS as SQUAD_COLUMNS
+
+# a ProtoQA question table's columns (the source's fine-tuning text tables have others)
+PROTOQA_COLUMNS = [c for c in PROTOQA_ALL if c == "id" or c not in FINETUNE_COLUMNS]
 
 
 @dataclass(frozen=True)

@@ -45,18 +45,27 @@ def few_shot(question: str, topic: str | None, examples: list[tuple[str, str, st
 
 
 def sample_shots(train: pd.DataFrame, n_items: int, seed: int = 0, n_yes: int = 2,
-                 n_no: int = 2) -> list[list[tuple[str, str, str]]]:
-    """For each test item, ``n_yes`` yes and ``n_no`` no training examples in random order."""
+                 n_no: int = 2, item_ids=None) -> list[list[tuple[str, str, str]]]:
+    """For each test item, ``n_yes`` yes and ``n_no`` no training examples in random order.
+    With ``item_ids`` (the test items' ids), an item whose id is in the pool (a yes/no set
+    without a train split is its own pool) is never its own example; pools disjoint from the
+    test items draw exactly as without them."""
     rng = np.random.default_rng(seed)
-    yes = train[train["label"] == "yes"][["subject", "question", "label"]].to_numpy()
-    no = train[train["label"] == "no"][["subject", "question", "label"]].to_numpy()
-    if len(yes) < n_yes or len(no) < n_no:
+    cols = ["subject", "question", "label"]
+    yes_rows, no_rows = train[train["label"] == "yes"], train[train["label"] == "no"]
+    yes, no = yes_rows[cols].to_numpy(), no_rows[cols].to_numpy()
+    own = set(train["id"]) if item_ids is not None and "id" in train else set()
+    if len(yes) - bool(own) < n_yes or len(no) - bool(own) < n_no:
         raise ValueError(f"few-shot needs {n_yes} yes and {n_no} no training items "
                          f"(have {len(yes)} and {len(no)})")
     out = []
-    for _ in range(n_items):
-        shots = list(yes[rng.choice(len(yes), n_yes, replace=False)]) + \
-            list(no[rng.choice(len(no), n_no, replace=False)])
+    for i in range(n_items):
+        y, n = yes, no
+        if own and item_ids[i] in own:
+            y = yes[(yes_rows["id"] != item_ids[i]).to_numpy()]
+            n = no[(no_rows["id"] != item_ids[i]).to_numpy()]
+        shots = list(y[rng.choice(len(y), n_yes, replace=False)]) + \
+            list(n[rng.choice(len(n), n_no, replace=False)])
         order = rng.permutation(len(shots))
         out.append([tuple(str(x) for x in shots[i]) for i in order])
     return out
@@ -72,5 +81,5 @@ def build_prompts(test: pd.DataFrame, train: pd.DataFrame, variant: str,
         return [fine_tuned(q, t) for q, t in zip(test["question"], topics)]
     if variant.startswith("zero_shot"):
         return [zero_shot(q, t) for q, t in zip(test["question"], topics)]
-    shots = sample_shots(train, len(test), seed)
+    shots = sample_shots(train, len(test), seed, item_ids=list(test["id"]) if "id" in test else None)
     return [few_shot(q, t, s) for q, t, s in zip(test["question"], topics, shots)]

@@ -19,8 +19,12 @@ PAPER = "20Q"  # whose findings this section checks
 
 
 def yesno_benchmark(path: str) -> str:
-    """20Q metrics table -> the test set it was scored on."""
-    return "CSQA2 dev" if "/twentyq/csqa2/" in Path(path).as_posix() else "20Q test split"
+    """20Q metrics table -> the test set it was scored on (results/twentyq/metrics.tsv: the 20Q
+    split; results/twentyq/<name>/metrics.tsv: yes/no data set <name>, csqa2 as CSQA2 dev)."""
+    parts = Path(path).as_posix().split("twentyq/")[-1].split("/")
+    if len(parts) == 1:
+        return "20Q test split"
+    return "CSQA2 dev" if parts[0] == "csqa2" else parts[0]
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:

@@ -1,6 +1,8 @@
 """Parse-time helpers of workflow/rules/twentyq.smk (kept out of the Snakefile)."""
 from __future__ import annotations
 
+import re
+
 ROOT = "results/twentyq"
 
 
@@ -21,10 +23,41 @@ def reference_lm(tq: dict, lm_models: dict) -> str | None:
 
 
 # Where each yes/no test set lives: its split/{train,test}.parquet, topic_frequency.parquet,
-# scores/<model>/ and metrics.tsv sit under this directory. The rules take the part after ROOT
-# as the {yesno} wildcard ("" for 20Q itself, "csqa2/" for CSQA2 dev).
-BENCHMARK_DIRS = {"twentyq": ROOT, "csqa2": f"{ROOT}/csqa2"}
-YESNO_WILDCARD = "|".join(d[len(ROOT) + 1:] + "/" if d != ROOT else "" for d in BENCHMARK_DIRS.values())
+# scores/<model>/ and metrics.tsv sit under this directory (20Q itself: ROOT; a yes/no data set
+# of the `datasets` section: ROOT/<name>). The rules take the part after ROOT as the {yesno}
+# wildcard ("" for 20Q itself, "csqa2/" for CSQA2 dev).
+def bench_dir(name: str) -> str:
+    return ROOT if name == "twentyq" else f"{ROOT}/{name}"
+
+
+def yesno_names(datasets: dict) -> list[str]:
+    """What twentyq.benchmarks may name: twentyq and every yes/no data set."""
+    return ["twentyq"] + [n for n, e in datasets.items() if e["kind"] == "yesno"]
+
+
+def benchmarks(tq: dict, datasets: dict) -> list[str]:
+    """twentyq.benchmarks, each checked to be twentyq or a yes/no data set (parse time)."""
+    known = yesno_names(datasets)
+    for b in tq["benchmarks"]:
+        if b not in known:
+            what = f"a {datasets[b]['kind']} data set" if b in datasets else "not under datasets"
+            raise ValueError(f"twentyq.benchmarks: {b!r} is {what}; 20Q scores twentyq or a yesno "
+                             f"data set ({', '.join(known)})")
+    return list(tq["benchmarks"])
+
+
+def fewshot(datasets: dict, name: str, of):
+    """``of(<name of the data set's few-shot pool>)``, or [] without one (an input, a param)."""
+    pool = datasets[name]["settings"]["fewshot"]
+    return of(pool) if pool else []
+
+
+def yesno_wildcard(names) -> str:
+    return "|".join("" if n == "twentyq" else re.escape(n) + "/" for n in names)
+
+
+def dataset_wildcard(names) -> str:
+    return "|".join(re.escape(n) for n in names if n != "twentyq")
 
 
 # The fine-tuned arm's training tables: results/data/<FT_SOURCE>/<benchmark>.parquet, named by a
@@ -41,13 +74,13 @@ def finetune_admission(table: str) -> str:
     return f"{ROOT}/finetune/{table}.admission_counts.tsv"
 
 
-def finetune_tables(specs: dict) -> list[str]:
-    """The benchmarks whose fine-tuning table a configured finetune spec trains on."""
+def finetune_tables(specs: dict, names) -> list[str]:
+    """The benchmarks (of ``names``) whose fine-tuning table a configured finetune spec trains on."""
     out = []
     for spec in specs.values():
         data = dict(spec.finetune).get("data", "") if spec.kind == "finetune" else ""
         src, _, table = data.partition("/")
-        if src == FT_SOURCE and table in BENCHMARK_DIRS and table not in out:
+        if src == FT_SOURCE and table in names and table not in out:
             out.append(table)
     return out
 
@@ -64,5 +97,5 @@ def targets(models: list[str], benchmarks=("twentyq",), ft_tables=()) -> list[st
                 f"{ROOT}/split/admission_counts.tsv"]
     if models:
         for b in benchmarks:
-            out += [f"{BENCHMARK_DIRS[b]}/metrics.tsv", f"{BENCHMARK_DIRS[b]}/nll_by_topic_frequency.png"]
+            out += [f"{bench_dir(b)}/metrics.tsv", f"{bench_dir(b)}/nll_by_topic_frequency.png"]
     return out

@@ -3,7 +3,8 @@
 Datasets: ``winogrande_dev`` (orig: all dev items; transf: the WinoWhat rows aligned with dev by
 (sentence, option1, option2, answer)), ``winogrande_test`` and ``wsc`` (seeded samples; a user CSV
 with the WinoWhat columns adds labels, paraphrases and categories; items it names join the
-sample). Test has no public labels: without a user file its items carry no label.
+sample). Test has no public labels: without a user file its items carry no label. Any other
+winograd data set of the ``datasets`` section: all its items (orig), its paraphrases (transf).
 """
 from __future__ import annotations
 
@@ -123,10 +124,25 @@ def build_sampled(table: pd.DataFrame, dataset: str, size, seed: int, user_path=
     return rows
 
 
+def build_dataset(table: pd.DataFrame, dataset: str) -> list[dict]:
+    """Items of a winograd data set of the registry (:func:`csbench.datasets.read_dataset`): every
+    item as ``orig``; its paraphrase, where it has one, as ``transf`` paired by ``orig_id``."""
+    orig = pd.DataFrame({
+        "item_id": table["id"], "orig_id": table["id"], "sentence": table["sentence"],
+        "option1": table["option1"], "option2": table["option2"], "label": table["answer"],
+        "categories": table["categories"], "ioe": None})
+    rows = _rows(orig, dataset, "orig")
+    para = table[table["paraphrase"].notna()]
+    transf = orig[table["paraphrase"].notna()].assign(paraphrased_sentence=para["paraphrase"])
+    return rows + _rows(transf, dataset, "transf", sentence_col="paraphrased_sentence")
+
+
 def build_items(dev: pd.DataFrame, winowhat: pd.DataFrame, test: pd.DataFrame | None = None,
                 wsc: pd.DataFrame | None = None, sample_size: int | None = 100, seed: int = 0,
-                user_files: dict | None = None, winowhat_path="WinoWhat") -> pd.DataFrame:
-    """The full item table (columns :data:`ITEM_COLUMNS`)."""
+                user_files: dict | None = None, winowhat_path="WinoWhat",
+                datasets: dict | None = None) -> pd.DataFrame:
+    """The full item table (columns :data:`ITEM_COLUMNS`); ``datasets``: name -> the normalised
+    table of a winograd data set scored whole."""
     user_files = user_files or {}
     ww = align_winowhat(dev, winowhat, winowhat_path)
     cats = ww.groupby("orig_id")["categories"].agg(lambda s: sorted({c for x in s for c in x}))
@@ -144,6 +160,8 @@ def build_items(dev: pd.DataFrame, winowhat: pd.DataFrame, test: pd.DataFrame | 
     if wsc is not None:
         w = wsc[wsc["in_wsc273"]] if "in_wsc273" in wsc else wsc
         rows += build_sampled(w, "wsc", sample_size, seed, user_files.get("wsc"))
+    for name, table in (datasets or {}).items():
+        rows += build_dataset(table, name)
     df = pd.DataFrame(rows, columns=ITEM_COLUMNS)
     df["label"] = df["label"].astype("Int8")
     df["in_original_experiment"] = df["in_original_experiment"].astype("Int8")

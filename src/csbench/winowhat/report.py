@@ -40,6 +40,7 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
     return {"winowhat_accuracy": "winowhat_accuracy.tsv",
             "winowhat_methods": "winowhat_methods.tsv",
             "winowhat_categories": "winowhat_categories.tsv",
+            "winowhat_datasets": "winowhat_datasets.tsv",
             "paraphrase_effect": "paraphrase_effect.png"}
 
 
@@ -59,11 +60,14 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     write_summary(head, outputs["winowhat_accuracy"])
     write_summary(meth, outputs["winowhat_methods"])
     write_summary(cats, outputs["winowhat_categories"])
+    sets = datasets_table(acc, mcn)
+    write_summary(sets, outputs["winowhat_datasets"])
     plot_paraphrase_effect(cats, outputs["paraphrase_effect"], subset)
     md = (winowhat_markdown(head, meth, cats, links.get("paraphrase_effect"), base)
-          + random_note(acc))
+          + datasets_markdown(sets) + random_note(acc))
     return Section(md, tables={"winowhat_accuracy": head, "winowhat_methods": meth,
-                               "winowhat_categories": cats, "winowhat_majority": base},
+                               "winowhat_categories": cats, "winowhat_datasets": sets,
+                               "winowhat_majority": base},
                    models=[("WinoWhat", acc)], findings=findings(head, cats, base, anchors))
 
 
@@ -272,6 +276,59 @@ def winowhat_markdown(head: pd.DataFrame, meth: pd.DataFrame, cats: pd.DataFrame
     if figure:
         parts.append(f"![Paraphrase effect per category]({figure})")
     return "\n\n".join(parts)
+
+
+DATASET_COLUMNS = ["model", "dataset", "category", "n_orig", "acc_orig", "ci_low_orig",
+                   "ci_high_orig", "n_transf", "acc_transf", "n_pairs", "difference",
+                   "diff_ci_low", "diff_ci_high", "p_value"]
+
+
+def datasets_table(acc: pd.DataFrame, mcn: pd.DataFrame) -> pd.DataFrame:
+    """Every scored data set (built-in and the user's winograd sets), paper's metric, subset
+    ``all``: one row per model, data set and category (``all`` first), the original accuracy,
+    the paraphrased one where the set has paraphrases, and (category ``all``) the paired
+    paraphrase effect with its interval and McNemar's p."""
+    acc, mcn = _with_method(acc), _with_method(mcn)
+    a = acc[(acc["method"] == "paper") & (acc["subset"] == "all")]
+    m = mcn[(mcn["method"] == "paper") & (mcn["subset"] == "all")] if not mcn.empty else mcn
+    rows = []
+    for (model, dataset), g in a.groupby(["model", "dataset"], sort=True):
+        cats = ["all"] + [c for c in g["category"].unique() if c != "all"]
+        for cat in cats:
+            o = g[(g["variant"] == "orig") & (g["category"] == cat)]
+            t = g[(g["variant"] == "transf") & (g["category"] == cat)]
+            row = dict.fromkeys(DATASET_COLUMNS, NAN) | {"model": model, "dataset": dataset,
+                                                        "category": cat}
+            if len(o):
+                row |= {"n_orig": o["n"].iloc[0], "acc_orig": o["accuracy"].iloc[0],
+                        "ci_low_orig": o["ci_low"].iloc[0], "ci_high_orig": o["ci_high"].iloc[0]}
+            if len(t):
+                row |= {"n_transf": t["n"].iloc[0], "acc_transf": t["accuracy"].iloc[0]}
+            p = m[(m["model"] == model) & (m["dataset"] == dataset)] if cat == "all" and len(m) else []
+            if len(p):
+                row |= {k: p[k].iloc[0] for k in ("n_pairs", "difference", "diff_ci_low",
+                                                  "diff_ci_high", "p_value")}
+            rows.append(row)
+    return pd.DataFrame(rows, columns=DATASET_COLUMNS)
+
+
+def datasets_markdown(sets: pd.DataFrame) -> str:
+    if sets.empty:
+        return ""
+    show = pd.DataFrame({
+        "model": sets["model"], "data set": sets["dataset"], "category": sets["category"],
+        "n": [_count(v) for v in sets["n_orig"]],
+        "original": [ci(r.acc_orig, r.ci_low_orig, r.ci_high_orig) for r in sets.itertuples()],
+        "n (paraphrased)": [_count(v) for v in sets["n_transf"]],
+        "paraphrased": [pct(v) for v in sets["acc_transf"]],
+        "paraphrased − original [95% CI]": [_diff(r.difference, r.diff_ci_low, r.diff_ci_high)
+                                            for r in sets.itertuples()],
+        "McNemar p": [pval(p) for p in sets["p_value"]]})
+    return ("\n\nEvery data set scored (`winowhat.datasets`: the built-in ones and the user's "
+            "winograd sets, docs/datasets.md), paper's metric, all labelled items: accuracy in % "
+            "with 95% bootstrap intervals, per common-sense category where the set has "
+            "categories, and the paired paraphrase effect where it has paraphrases.\n\n"
+            + markdown_table(show))
 
 
 def plot_paraphrase_effect(cats: pd.DataFrame, path, subset: str = "in_original_experiment") -> None:

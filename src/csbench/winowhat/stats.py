@@ -53,8 +53,9 @@ def accuracy_table(scored: pd.DataFrame, n_boot: int = 10000, seed: int = 0,
     lab = scored[scored["label"].notna()]
     for (model, dataset, variant), g in lab.groupby(["model", "dataset", "variant"], sort=True):
         for subset, s in subsets(g):
+            found = {c for cs in s["categories"] for c in cs} - set(CATEGORIES)
             for method, col in methods.items():
-                for cat in ("all",) + CATEGORIES:
+                for cat in ("all",) + CATEGORIES + tuple(sorted(found)):  # a data set's own too
                     part = s if cat == "all" else s[s["categories"].map(lambda c: cat in list(c))]
                     if cat != "all" and part.empty:
                         continue
