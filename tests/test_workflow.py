@@ -301,7 +301,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "winowhat.user_files.winogrande_test": str(user_csv),
         "winowhat.user_files.wsc": str(user_csv),
         "protoqa.predictions": {"again": "{mirror}/protoqa/dev.predictions.demo.json"},
-        "protoqa.targets": "dev_scraped",
+        "protoqa.targets": "demo_protoqa",  # the demo's user protoqa set
         "protoqa.generation.models": [],
         "twentyq.scoring.models": [],
         "twentyq.scoring.figure_variant": "few_shot",
@@ -311,6 +311,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "audits.*.text_fields": ["question", "topic_prompt"],
         "audits.*.short_field": None,
         "audits.*.encoder": "all-MiniLM-L6-v2",
+        "qads.questions.table": "demo_squad",  # the demo's user squad set
         "qads.questions.ids": ["x"],
         "qads.candidates.mwes": ["in order to"],
         "qads.candidates.spacy_model": "en_core_web_sm",
@@ -344,7 +345,6 @@ INERT = {
     "contamination.signals.models": "the demo computes the signals of one LM "
                                     "(contamination.signals.models: [smollm2-135m]) already",
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
-    "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
     "contamination.effect.benchmarks": "no random LM in the demo: the effect table is not built",
     "twentyq.csqa2.seed": "used only with twentyq.csqa2.limit, which the demo leaves null",
