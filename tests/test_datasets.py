@@ -188,3 +188,32 @@ def test_bad_parquet_row_is_named_by_row(tmp_path, monkeypatch):
     cfg = config(tmp_path, t={"kind": "text", "path": "t.parquet"})
     with pytest.raises(InputError, match="row 2: text is empty"):
         read_dataset("t", cfg)
+
+
+def test_invalid_utf8_and_truncated_json_name_the_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_bytes(b"text\nfine\n\xff\xfe bad\n")
+    write(tmp_path / "t.jsonl", '{"text": "fine"}\n{"text": "cut')
+    write(tmp_path / "h.tsv", "text\ttext\nx\ty\n")
+    cfg = config(tmp_path, c={"kind": "text", "path": "t.csv"}, j={"kind": "text", "path": "t.jsonl"},
+                 h={"kind": "text", "path": "h.tsv"})
+    with pytest.raises(InputError) as err:
+        read_dataset("c", cfg)
+    assert err.value.line == 3
+    with pytest.raises(InputError, match="invalid JSON") as err:
+        read_dataset("j", cfg)
+    assert err.value.line == 2
+    with pytest.raises(InputError, match="more than once") as err:
+        read_dataset("h", cfg)
+    assert err.value.line == 1
+
+
+def test_winowhat_names_winograd_sets_only():
+    from csbench.winowhat.workflow import datasets_param, user_sets
+
+    cfg = validate({"datasets": {"mine": {"kind": "winograd", "path": "w.csv"}}}, SCHEMA)
+    ww = {"datasets": ["winogrande_dev", "mine"]}
+    assert user_sets(ww, cfg["datasets"]) == ["mine"]
+    assert datasets_param(ww, cfg["datasets"], lambda n: {"p": n}) == ["winogrande_dev", {"mine": {"p": "mine"}}]
+    with pytest.raises(ValueError, match="'csqa2' is a yesno data set"):
+        user_sets({"datasets": ["csqa2"]}, cfg["datasets"])

@@ -39,7 +39,8 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     for model in ("m2", "m1"):
         for dataset, variant, cats in (("winogrande_dev", "orig", ("all", "physical", "social")),
                                        ("winogrande_dev", "transf", ("all", "physical", "social")),
-                                       ("wsc", "orig", ("all",))):
+                                       ("wsc", "orig", ("all",)),
+                                       ("mywino", "orig", ("all", "kitchen"))):  # a user's set
             for i, cat in enumerate(cats):
                 a = 0.5 + 0.01 * i + (0.02 if variant == "orig" else 0.0) + (0.1 if model == "m1" else 0)
                 for subset in ("all", "in_original_experiment"):
@@ -193,7 +194,7 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     a = run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "a")
     b = run_build(tmp_path, targets, list(R.TASK_ORDER), tmp_path / "b")
     assert set(a) == {"winowhat_accuracy", "winowhat_methods", "winowhat_categories",
-                      "paraphrase_effect", "protoqa",
+                      "winowhat_datasets", "paraphrase_effect", "protoqa",
                       "twentyq_yesno", "audits", "qads_wsd", "qads_qa", "qads_qa_domains",
                       "contamination_effect"}
     for key in a:
@@ -222,6 +223,9 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     assert "| qa | law | 2 | 20 | 20 | 20 | 43.0 | 41.0 | 39.0 | -2.0 | -4.0 |" in md  # most questions first
     dom = pd.read_csv(a["qads_qa_domains"], sep="\t")
     assert list(dom["domain"]) == ["law", "art"] and list(dom["titles"]) == ["A, B", "A"]
+    sets = pd.read_csv(a["winowhat_datasets"], sep="\t")  # every data set scored, subset all
+    assert {"winogrande_dev", "wsc", "mywino"} <= set(sets["dataset"]) and "Every data set scored" in md
+    assert "| m1 | mywino | kitchen | 100 | 64.0 [59.0, 69.0] |" in md  # its own category too
     cats = pd.read_csv(a["winowhat_categories"], sep="\t")
     m1 = cats[(cats.model == "m1") & (cats.category == "all")]
     assert m1["difference"].round(4).item() == -0.02 and m1["control_difference"].round(4).item() == 0.01
@@ -266,7 +270,7 @@ def test_tasks_not_configured_are_skipped_with_a_line(tmp_path):
     assert "Skipped: `qads` is not in this run's `tasks`" in md
     assert "No corpus is configured" in md
     assert set(outputs) == {"winowhat_accuracy", "winowhat_methods", "winowhat_categories",
-                            "paraphrase_effect"}
+                            "winowhat_datasets", "paraphrase_effect"}
 
 
 def test_winowhat_subset_is_one_setting_away(tmp_path):

@@ -272,6 +272,36 @@ def changed_value(key: str, schema: dict, current):
     raise AssertionError(f"{key}: no generic change for type {types}; add it to CHANGES")
 
 
+def data_set_changes(key: str, tmp: Path) -> dict:
+    """A ``datasets.*`` key's changes: set name -> new value, on the demo's winograd set (read by
+    WinoWhat and the contamination scan), its yes/no set (20Q, the scan, the demo_sets audit) and
+    the built-in sets ProtoQA and QADS read (protoqa_dev, squad_v2_dev); a kind on the demo's
+    squad set, which only the scan and the audit read (both search any kind)."""
+    import shutil
+
+    leaf = key.split(".", 2)[2]
+    if leaf == "kind":  # a JSON file: no header to check against the new kind's roles
+        return {"demo_squad": "protoqa"}
+    if leaf == "path":
+        out = {}
+        for name, file in (("demo_wino", "datasets/winograd.csv"),
+                           ("demo_yesno", "datasets/yesno.tsv"),
+                           ("protoqa_dev", "mirror/protoqa/dev.crowdsourced.jsonl"),
+                           ("squad_v2_dev", "mirror/squad_v2/dev-v2.0.json")):
+            copy = tmp / "datasets" / Path(file).name  # the same rows in another file: an input
+            copy.parent.mkdir(exist_ok=True)
+            shutil.copy(REPO / "resources/demo" / file, copy)
+            out[name] = str(copy)
+        return out
+    protoqa_columns = {"id": "id", "question": "question", "answers": "cluster_answers",
+                       "counts": "cluster_counts"}  # its normalised table read in the columns form
+    return {"columns": {"demo_wino": {"categories": "note"}, "demo_yesno": {"topic": "note"},
+                        "protoqa_dev": protoqa_columns},
+            "settings.limit": {"demo_wino": 3, "demo_yesno": 3, "protoqa_dev": 3, "squad_v2_dev": 5},
+            "settings.seed": {"demo_wino": 1, "demo_yesno": 1},
+            "settings.fewshot": {"demo_yesno": "csqa2_train"}}[leaf]
+
+
 # Keys whose generic change is not a valid or meaningful one: the change made instead.
 def special_changes(work: Path, tmp: Path) -> dict:
     import shutil
@@ -347,7 +377,7 @@ INERT = {
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
     "contamination.effect.benchmarks": "no random LM in the demo: the effect table is not built",
-    "twentyq.csqa2.seed": "used only with twentyq.csqa2.limit, which the demo leaves null",
+    "datasets.*.settings.seed": "used only with settings.limit, which the demo's sets leave null",
     "audits.*.trigram_max_df": "trigram_max_df 1.0 -> 0.5 keeps the demo audit's trigram pairs",
 }
 
@@ -395,6 +425,10 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
     special = special_changes(demo_run, tmp_path)
     changes = {"__graph__": {}, "__none__": {}}
     for key, s in leaves.items():
+        if key.startswith("datasets.*."):  # changed on the demo's sets (data_set_changes)
+            for name, value in data_set_changes(key, tmp_path).items():
+                changes[f"{key}@{name}"] = nested(key.replace("*", name), value)
+            continue
         concrete = key.replace("audits.*", "audits.csqa2")
         if key.startswith("sources.") and key.endswith(".files"):  # a hash pinned
             first = next(f for f, h in get(cfg, concrete).items() if h != "skip")
@@ -403,6 +437,13 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
             value = special[key] if key in special else changed_value(key, s, get(cfg, concrete))
         changes[key] = nested(concrete, value)
     got = rerun_sets_in_parallel(demo_run, base, changes, tmp_path)
+    for name in [k for k in got if "@" in k]:  # a data set key: what its changes rerun together
+        key, part = name.split("@")[0], got.pop(name)
+        merged = got.setdefault(key, {"run": [], "rerun": []})
+        if "error" in part or "error" in merged:
+            got[key] = {"error": part.get("error") or merged["error"]}
+        else:
+            got[key] = {k: sorted(set(merged[k]) | set(part[k])) for k in ("run", "rerun")}
     graph = got.pop("__graph__")
     assert got.pop("__none__")["run"] == [], "the finished demo is not up to date"
     demo_rules = set(graph) | {r for d in graph.values() for r in d}
