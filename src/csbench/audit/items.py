@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..datasets import TEXT_ROLES
 from ..errors import InputError
-
-TEXT_ROLES = {"winograd": "sentence", "yesno": "question", "protoqa": "question",
-              "squad": "question", "text": "text"}
 
 
 def audit_items(kind: str, df: pd.DataFrame, path="<dataset>") -> pd.DataFrame:

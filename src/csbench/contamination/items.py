@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..datasets import TEXT_ROLES
 from ..errors import InputError
 
 # the benchmarks that are not data sets: name -> (source, table, extractor name)
@@ -76,10 +77,6 @@ def extract(benchmark: str, df: pd.DataFrame, path=None) -> pd.DataFrame:
                              kind="full", text=str(r[1])))
     return pd.DataFrame(rows, columns=PROBE_COLUMNS)
 
-# dataset kind -> the role holding the text searched as written (winograd: the blank sentences)
-QUESTION_ROLES = {"yesno": "question", "protoqa": "question", "squad": "question", "text": "text"}
-KINDS = ("winograd", *QUESTION_ROLES)
-
 
 def dataset_probes(name: str, kind: str, df: pd.DataFrame, path=None) -> pd.DataFrame:
     """Probe table of a registry dataset (``benchmark`` = its name) from its normalised table of
@@ -88,8 +85,9 @@ def dataset_probes(name: str, kind: str, df: pd.DataFrame, path=None) -> pd.Data
     is given, the same way (``paraphrase_option1`` ...); the question of a ``yesno``, ``protoqa``
     or ``squad`` item (probe ``question``); the text of a ``text`` item (probe ``text``)."""
     path = path or name
-    if kind not in KINDS:
-        raise ValueError(f"dataset {name!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    if kind not in TEXT_ROLES:
+        raise ValueError(f"dataset {name!r}: unknown kind {kind!r} (known: "
+                         f"{', '.join(TEXT_ROLES)})")
     rows: list[dict] = []
     if kind == "winograd":
         _need(df, ["id", "sentence", "option1", "option2"], path)
@@ -102,7 +100,7 @@ def dataset_probes(name: str, kind: str, df: pd.DataFrame, path=None) -> pd.Data
                          for x in blank_probes(name, str(r.id), p, (r.option1, r.option2), path,
                                                i + 1)]
     else:
-        role = QUESTION_ROLES[kind]
+        role = TEXT_ROLES[kind]
         _need(df, ["id", role], path)
         rows = [dict(benchmark=name, item_id=str(i), probe=role, kind="full", text=t)
                 for i, t in zip(df["id"], df[role])]

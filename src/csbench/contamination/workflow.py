@@ -6,7 +6,7 @@ and names the inputs and targets of the rules in ``workflow/rules/contamination.
 from __future__ import annotations
 
 from .corpus import COMPRESSED, expand_paths, plan_shards
-from .items import BENCHMARKS, KINDS, TASK_TABLES
+from .items import BENCHMARKS, TASK_TABLES
 
 ROOT = "results/contamination"
 
@@ -20,9 +20,9 @@ class Plan:
         self.lexical = [m for m in self.cfg["methods"] if m in ("exact", "ngram")]
         # benchmark -> its entry of the `datasets` registry (every benchmark but the task tables
         # of BENCHMARKS), checked here at parse time
-        from ..datasets import of_kind
+        from ..datasets import TEXT_ROLES, of_kind
 
-        self.datasets = {b: of_kind(config, b, KINDS, "contamination.benchmarks")
+        self.datasets = {b: of_kind(config, b, TEXT_ROLES, "contamination.benchmarks")
                          for b in self.cfg["benchmarks"] if b not in BENCHMARKS}
         self.shards = {}
         for corpus, c in self.cfg["corpora"].items():

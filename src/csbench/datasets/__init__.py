@@ -31,7 +31,7 @@ from ..errors import ConfigError, InputError
 from . import formats
 from .kinds import KINDS, ROWS, protoqa_native
 
-__all__ = ["KINDS", "check_config", "names", "entry", "input_path", "of_kind", "params",
+__all__ = ["KINDS", "TEXT_ROLES", "check_config", "names", "entry", "input_path", "of_kind", "params",
            "read_dataset", "read_entry", "table_ref"]
 
 
@@ -202,6 +202,12 @@ def _sample(df: pd.DataFrame, kind, settings: dict) -> pd.DataFrame:
     if kind.name == "yesno":
         keep = keep.union(df.index[df["split"] == "train"])
     return df.loc[df.index.isin(keep)].reset_index(drop=True)
+
+
+# kind -> the role holding an item's text where a task searches or compares any kind (the
+# contamination scans, the audits); a winograd set's sentence has its `_` blank
+TEXT_ROLES = {"winograd": "sentence", "yesno": "question", "protoqa": "question",
+              "squad": "question", "text": "text"}
 
 
 def of_kind(config: dict, name: str, kinds, key: str) -> dict:
