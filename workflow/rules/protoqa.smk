@@ -9,7 +9,7 @@ PQ = config["protoqa"]  # defaults filled by the config validation in the Snakef
 # settings it is read with (csbench.datasets)
 csbench.protoqa.check_targets(config)
 PQ_QUESTIONS = dataset_input(PQ["targets"])
-PQ_TARGETS_READ = dataset_params(PQ["targets"])
+PQ_TARGETS_READ = csbench.datasets.read_params(DATASETS[PQ["targets"]])
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])

@@ -10,7 +10,7 @@ QD = config["qads"]  # defaults filled by the config validation in the Snakefile
 # settings it is read with (csbench.datasets)
 _qdw.check_dataset(config)
 QADS_QUESTIONS = dataset_input(QD["questions"]["table"])
-QADS_READ = dataset_params(QD["questions"]["table"])
+QADS_READ = csbench.datasets.read_params(DATASETS[QD["questions"]["table"]])
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # Each rule's params name the qads settings its output depends on (docs/ARCHITECTURE.md).
 # The WSD settings a disambiguation method reads (enhanced Lesk's weights; none for the others).

@@ -41,9 +41,10 @@ def inputs(audits: dict, sources, data_table, datasets: dict | None = None
 def dataset_reads(audits: dict, datasets: dict) -> dict[str, dict]:
     """Audit name -> side -> how its data set is read (kind, columns, settings; None for a table
     or file side): what the audit's output depends on besides the file."""
-    from ..datasets import params
+    from ..datasets import read_params
 
-    return {n: {side: params(datasets[audits[n][side]]) if audits[n][side] in datasets else None
+    return {n: {side: (read_params(datasets[audits[n][side]]) if audits[n][side] in datasets
+                       else None)
                 for side in ("train", "test")} for n in enabled(audits)}
 
 

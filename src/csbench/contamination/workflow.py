@@ -44,9 +44,9 @@ class Plan:
 
     def dataset_params(self) -> dict[str, dict]:
         """Benchmark -> how its data set is read (kind, columns, settings): the probes' params."""
-        from ..datasets import params
+        from ..datasets import read_params
 
-        return {b: params(e) for b, e in self.datasets.items()}
+        return {b: read_params(e) for b, e in self.datasets.items()}
 
     def shard(self, corpus: str, kind: str, index) -> list:
         return self.shards[(corpus, kind)][int(index)]

@@ -32,7 +32,7 @@ from . import formats
 from .kinds import KINDS, ROWS, protoqa_native
 
 __all__ = ["KINDS", "TEXT_ROLES", "check_config", "names", "entry", "input_path", "of_kind", "params",
-           "read_dataset", "read_entry", "table_ref"]
+           "read_dataset", "read_entry", "read_params", "table_ref"]
 
 
 def table_ref(path: str) -> tuple[str, str] | None:
@@ -66,6 +66,12 @@ def input_path(e: dict, data_table=None) -> str:
 def params(e: dict) -> dict:
     """The settings a reader's output depends on besides the file's content."""
     return {"kind": e["kind"], "columns": dict(e["columns"]), "settings": dict(e["settings"])}
+
+
+def read_params(e: dict) -> dict:
+    """What :func:`read_entry`'s table depends on besides the file: :func:`params` without
+    ``settings.fewshot`` (which 20Q reads beside the table), for the rules that only read a set."""
+    return {**params(e), "settings": {k: e["settings"][k] for k in ("limit", "seed")}}
 
 
 def _role_column(e: dict, role: str) -> str:
