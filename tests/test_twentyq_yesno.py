@@ -53,6 +53,8 @@ def test_an_item_is_never_its_own_few_shot_example():
         assert q not in [x[1] for x in s]
     disjoint = sample_shots(items, 5, seed=3, item_ids=[f"x{i}" for i in range(5)])
     assert disjoint == sample_shots(items, 5, seed=3)  # disjoint pools draw as before
+    smallest = items.head(4).assign(label=["yes", "no", "yes", "no"])  # 2 yes, 2 no: enough
+    assert len(sample_shots(smallest, 3, item_ids=["a", "b", "c"])[0]) == 4
 
 
 def test_20q_prompts_apply_to_yesno_items():

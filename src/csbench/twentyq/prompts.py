@@ -54,7 +54,7 @@ def sample_shots(train: pd.DataFrame, n_items: int, seed: int = 0, n_yes: int = 
     cols = ["subject", "question", "label"]
     yes_rows, no_rows = train[train["label"] == "yes"], train[train["label"] == "no"]
     yes, no = yes_rows[cols].to_numpy(), no_rows[cols].to_numpy()
-    own = set(train["id"]) if item_ids is not None and "id" in train else set()
+    own = set(train["id"]) & set(item_ids) if item_ids is not None and "id" in train else set()
     if len(yes) - bool(own) < n_yes or len(no) - bool(own) < n_no:
         raise ValueError(f"few-shot needs {n_yes} yes and {n_no} no training items "
                          f"(have {len(yes)} and {len(no)})")
