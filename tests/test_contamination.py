@@ -18,7 +18,7 @@ from csbench.contamination.kernels import (batch_scan, folding, jit, json_syntax
 from csbench.contamination import hashing as H
 from csbench.contamination.effect import effect
 from csbench.contamination.gather import gather, summary
-from csbench.contamination.items import blank_probes, extract
+from csbench.contamination.items import blank_probes, dataset_probes
 from csbench.contamination.scan import ProbeIndex, Scanner
 from csbench.errors import InputError
 from csbench.text import fold
@@ -31,7 +31,7 @@ WG = pd.DataFrame({"id": ["q1", "q2"], "sentence": [SENT, "The trophy doesn't fi
 
 
 def probes():
-    return extract("winogrande_dev", WG)
+    return dataset_probes("winogrande_dev", "winograd", WG)
 
 
 def scan(docs, methods=("exact", "ngram"), n=13, min_words=4, batch=1 << 18):
@@ -89,8 +89,9 @@ def test_items_winogrande():
     with pytest.raises(InputError, match="blank"):
         blank_probes("x", "1", "no blank here", ("a", "b"), "t.parquet", 3)
     with pytest.raises(InputError, match="option2"):
-        extract("winogrande_dev", WG.drop(columns="option2"), "wg.parquet")
-    sq = extract("squad_v2_dev", pd.DataFrame({"id": ["a"], "question": ["What is it?"]}))
+        dataset_probes("winogrande_dev", "winograd", WG.drop(columns="option2"), "wg.parquet")
+    sq = dataset_probes("squad_v2_dev", "squad",
+                        pd.DataFrame({"id": ["a"], "question": ["What is it?"]}))
     assert list(sq.kind) == ["full"]
 
 
@@ -274,7 +275,7 @@ def test_short_probes_and_right_anchored_parts():
                                     "Yesterday _ said that the old red barn near the river was painted last "
                                     "summer by the whole family."],
                        "option1": ["Nora", "Tom"], "option2": ["Omar", "Ann"]})
-    p = extract("winogrande_dev", df)
+    p = dataset_probes("winogrande_dev", "winograd", df)
     idx = ProbeIndex(p, n=13, min_words=8)
     docs = [("whole", b"x Nora gave Omar a ride since Nora had a car. y"),
             ("prefix", b"Nora gave Omar a ride since Nora had a bike."),

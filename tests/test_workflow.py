@@ -274,22 +274,30 @@ def changed_value(key: str, schema: dict, current):
 
 def data_set_changes(key: str, tmp: Path) -> dict:
     """A ``datasets.*`` key's changes: set name -> new value, on the demo's winograd set (read by
-    WinoWhat) and its yes/no set (read by 20Q); a kind on a built-in set no demo job reads."""
+    WinoWhat and the contamination scan), its yes/no set (20Q, the scan, the demo_sets audit) and
+    the built-in sets ProtoQA and QADS read (protoqa_dev, squad_v2_dev); a kind on the demo's
+    squad set, which only the scan and the audit read (both search any kind)."""
     import shutil
 
     leaf = key.split(".", 2)[2]
-    if leaf == "kind":
-        return {"squad_v2_dev": "protoqa"}
+    if leaf == "kind":  # a JSON file: no header to check against the new kind's roles
+        return {"demo_squad": "protoqa"}
     if leaf == "path":
         out = {}
-        for name, file in (("demo_wino", "winograd.csv"), ("demo_yesno", "yesno.tsv")):
-            copy = tmp / "datasets" / file  # the same rows in another file: the path is an input
+        for name, file in (("demo_wino", "datasets/winograd.csv"),
+                           ("demo_yesno", "datasets/yesno.tsv"),
+                           ("protoqa_dev", "mirror/protoqa/dev.crowdsourced.jsonl"),
+                           ("squad_v2_dev", "mirror/squad_v2/dev-v2.0.json")):
+            copy = tmp / "datasets" / Path(file).name  # the same rows in another file: an input
             copy.parent.mkdir(exist_ok=True)
-            shutil.copy(REPO / "resources/demo/datasets" / file, copy)
+            shutil.copy(REPO / "resources/demo" / file, copy)
             out[name] = str(copy)
         return out
-    return {"columns": {"demo_wino": {"categories": "note"}, "demo_yesno": {"topic": "note"}},
-            "settings.limit": {"demo_wino": 3, "demo_yesno": 3},
+    protoqa_columns = {"id": "id", "question": "question", "answers": "cluster_answers",
+                       "counts": "cluster_counts"}  # its normalised table read in the columns form
+    return {"columns": {"demo_wino": {"categories": "note"}, "demo_yesno": {"topic": "note"},
+                        "protoqa_dev": protoqa_columns},
+            "settings.limit": {"demo_wino": 3, "demo_yesno": 3, "protoqa_dev": 3, "squad_v2_dev": 5},
             "settings.seed": {"demo_wino": 1, "demo_yesno": 1},
             "settings.fewshot": {"demo_yesno": "csqa2_train"}}[leaf]
 
@@ -323,7 +331,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "winowhat.user_files.winogrande_test": str(user_csv),
         "winowhat.user_files.wsc": str(user_csv),
         "protoqa.predictions": {"again": "{mirror}/protoqa/dev.predictions.demo.json"},
-        "protoqa.targets": "dev_scraped",
+        "protoqa.targets": "demo_protoqa",  # the demo's user protoqa set
         "protoqa.generation.models": [],
         "twentyq.scoring.models": [],
         "twentyq.scoring.figure_variant": "few_shot",
@@ -333,6 +341,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "audits.*.text_fields": ["question", "topic_prompt"],
         "audits.*.short_field": None,
         "audits.*.encoder": "all-MiniLM-L6-v2",
+        "qads.questions.table": "demo_squad",  # the demo's user squad set
         "qads.questions.ids": ["x"],
         "qads.candidates.mwes": ["in order to"],
         "qads.candidates.spacy_model": "en_core_web_sm",
@@ -366,7 +375,6 @@ INERT = {
     "contamination.signals.models": "the demo computes the signals of one LM "
                                     "(contamination.signals.models: [smollm2-135m]) already",
     "twentyq.scoring.models": "the demo has one LM: scoring none drops the summary instead",
-    "qads.questions.table": "the demo has no SQuAD train file",
     "contamination.effect.enabled": "no random LM in the demo: the effect table is not built",
     "contamination.effect.benchmarks": "no random LM in the demo: the effect table is not built",
     "datasets.*.settings.seed": "used only with settings.limit, which the demo's sets leave null",

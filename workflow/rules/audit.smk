@@ -6,7 +6,8 @@ import csbench.audit.workflow as _auw
 AUDIT = _auw.ROOT
 AUDITS = _auw.audit_config(config)
 AUDIT_NAMES = _auw.enabled(AUDITS)
-AUDIT_INPUTS = _auw.inputs(AUDITS, csbench.data.SOURCES, data_table)
+AUDIT_INPUTS = _auw.inputs(AUDITS, csbench.data.SOURCES, data_table, config["datasets"])
+AUDIT_READS = _auw.dataset_reads(AUDITS, config["datasets"])  # sides that are data sets
 AUDIT_METHODS = _auw.METHODS
 
 
@@ -27,6 +28,7 @@ rule audit_run:
                               "short_field", "methods", "top_k", "search", "trigram_max_df"),
         encoder=lambda wc: AUDITS[wc.name]["encoder"] or embedder_spec(),
         methods=AUDIT_METHODS,
+        datasets=lambda wc: AUDIT_READS[wc.name],
     log:
         f"logs/audit/{{name}}.log",
     benchmark:

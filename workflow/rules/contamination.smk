@@ -2,7 +2,6 @@
 # Scatter/gather: every corpus is cut into shards (files, or byte ranges of large jsonl files) at
 # DAG-build time (csbench.contamination.workflow.Plan); each shard is one job whose output
 # survives the failure of another shard.
-from csbench.contamination.items import BENCHMARKS as CONT_BENCHMARKS
 from csbench.contamination.workflow import Plan as _ContPlan
 
 CONT = "results/contamination"
@@ -17,6 +16,8 @@ rule contamination_probes:
         ),
     output:
         f"{CONT}/probes.parquet",
+    params:
+        datasets=CONT_PLAN.dataset_params(),  # how each data set's file is read
     log:
         "logs/contamination/probes.log",
     threads: 1
@@ -99,7 +100,7 @@ rule contamination_gather:
         "logs/contamination/{benchmark}/{corpus}/gather.log",
     wildcard_constraints:
         corpus=r"[A-Za-z0-9_-]+",
-        benchmark="|".join(CONT_BENCHMARKS),
+        benchmark="|".join(CONT_CFG["benchmarks"]) or "(?!)",
     threads: 1
     resources:
         mem_mb=2000,

@@ -5,6 +5,11 @@ import csbench.protoqa.baseline as _pqb
 
 PROTOQA = "results/protoqa"
 PQ = config["protoqa"]  # defaults filled by the config validation in the Snakefile
+# the questions scored against: the protoqa data set protoqa.targets names, its file and the
+# settings it is read with (csbench.datasets)
+csbench.protoqa.check_targets(config)
+PQ_QUESTIONS = dataset_input(PQ["targets"])
+PQ_TARGETS_READ = csbench.datasets.read_params(DATASETS[PQ["targets"]])
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])
@@ -20,7 +25,7 @@ PQ_EVAL = {
 
 rule protoqa_generate:
     input:
-        questions=data_table("protoqa", PQ["targets"]),
+        questions=PQ_QUESTIONS,
         model=lambda wc: model_dir(wc.model),
     output:
         samples=f"{PROTOQA}/generated/{{model}}/samples.parquet",
@@ -31,6 +36,7 @@ rule protoqa_generate:
         gen=pick(PQ_GEN, "num_samples", "temperature", "top_p", "max_new_tokens", "seed", "chunk",
                  "stop"),
         lm=lambda wc: lm_result(wc.model),
+        targets=PQ_TARGETS_READ,
     log:
         "logs/protoqa/generated/{model}.log",
     benchmark:
@@ -73,7 +79,7 @@ rule protoqa_rank:
 # embedding similarity, the encoder), never the LM behind other, generated files.
 rule protoqa_eval:
     input:
-        questions=data_table("protoqa", PQ["targets"]),
+        questions=PQ_QUESTIONS,
         predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
         encoder_model=lambda wc: embedder_input() if wc.similarity == "embedding" else [],
     output:
@@ -87,6 +93,7 @@ rule protoqa_eval:
         missing=PQ["missing_questions"],
         stopword_only_match=lambda wc: (PQ["stopword_only_match"] if wc.similarity == "wordnet"
                                         else None),
+        targets=PQ_TARGETS_READ,
     log:
         "logs/protoqa/eval/{predictions}/{similarity}.log",
     benchmark:
@@ -103,12 +110,14 @@ rule protoqa_eval:
 
 rule protoqa_issues:
     input:
-        questions=data_table("protoqa", PQ["targets"]),
+        questions=PQ_QUESTIONS,
         predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
     output:
         f"{PROTOQA}/eval/{{predictions}}/issues.tsv",
     wildcard_constraints:
         predictions=PLAIN_NAME,
+    params:
+        targets=PQ_TARGETS_READ,
     log:
         "logs/protoqa/eval/{predictions}/issues.log",
     threads: 1

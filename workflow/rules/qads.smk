@@ -6,6 +6,11 @@ import csbench.qads.workflow as _qdw
 
 QADS = "results/qads"
 QD = config["qads"]  # defaults filled by the config validation in the Snakefile
+# the questions rewritten: the squad data set qads.questions.table names, its file and the
+# settings it is read with (csbench.datasets)
+_qdw.check_dataset(config)
+QADS_QUESTIONS = dataset_input(QD["questions"]["table"])
+QADS_READ = csbench.datasets.read_params(DATASETS[QD["questions"]["table"]])
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # Each rule's params name the qads settings its output depends on (docs/ARCHITECTURE.md).
 # The WSD settings a disambiguation method reads (enhanced Lesk's weights; none for the others).
@@ -51,7 +56,7 @@ rule qads_wsd_eval:
 
 rule qads_generate:
     input:
-        data_table("squad_v2", QD["questions"]["table"]),
+        questions=QADS_QUESTIONS,
         encoder_model=embedder_input(),
     output:
         subs=f"{QADS}/substitutions.parquet",
@@ -60,6 +65,7 @@ rule qads_generate:
         all=f"{QADS}/qads-all.json",
     params:
         questions=QD["questions"],
+        dataset=QADS_READ,
         candidates=QD["candidates"],
         wsd=pick(QD["wsd"], "method", "context"),
         lesk=QD_LESK if QD["wsd"]["method"] == "enhanced_lesk" else None,
@@ -104,7 +110,7 @@ rule qads_verify:
     input:
         # the generated rows the returned blocks are checked against, by row id: not the exported
         # blocks, whose layout (qads.verification.block_size) cannot change a verified set
-        questions=data_table("squad_v2", QD["questions"]["table"]),
+        questions=QADS_QUESTIONS,
         subs=f"{QADS}/substitutions.parquet",
         original=QADS_GENERATED["original"],
         one=f"{QADS}/qads-one.json",
@@ -119,6 +125,7 @@ rule qads_verify:
         summary=f"{QADS}/verified/summary.json",
     params:
         questions=QD["questions"],
+        dataset=QADS_READ,
         modes=QD["generation"]["modes"],
     log:
         "logs/qads/verify.log",
@@ -134,12 +141,13 @@ rule qads_verify:
 
 rule qads_domains:
     input:
-        questions=data_table("squad_v2", QD["questions"]["table"]),
+        questions=QADS_QUESTIONS,
         subs=f"{QADS}/substitutions.parquet",
     output:
         report(f"{QADS}/domains.tsv", caption="../report/qads_domains.rst", category="QADS"),
     params:
         questions=QD["questions"],
+        dataset=QADS_READ,
         domains=QD["domains"],
     log:
         "logs/qads/domains.log",
@@ -229,7 +237,7 @@ QADS_FT_FILES = {t: [s for s in sets if s != "squad"] for t, sets in QADS_FT_SET
 rule qads_finetune_fold:
     input:
         sets=lambda wc: [QADS_JSON[s] for s in QADS_FT_FILES[wc.ft_tag]],
-        squad=lambda wc: ([data_table("squad_v2", QD["questions"]["table"])]
+        squad=lambda wc: ([QADS_QUESTIONS]
                           if "squad" in QADS_FT_SETS[wc.ft_tag] else []),
         model=lambda wc: model_dir(wc.model),
     output:
@@ -243,6 +251,7 @@ rule qads_finetune_fold:
         # training runs in fp32 on qa.device; held-out predictions use the span settings
         qa=pick(QD["qa"], "device", "max_answer_len", "null_threshold"),
         questions=QD["questions"],
+        dataset=QADS_READ,
         set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         fold=lambda wc: int(wc.fold),
     log:
@@ -266,7 +275,7 @@ rule qads_finetune_gather:
         predictions=expand(f"{QADS}/finetune/folds/{{{{model}}}}.{{{{ft_tag}}}}.fold{{k}}.predictions.json",
                            k=range(QADS_FT["folds"])),
         sets=lambda wc: [QADS_JSON[s] for s in QADS_FT_FILES[wc.ft_tag]],
-        squad=lambda wc: ([data_table("squad_v2", QD["questions"]["table"])]
+        squad=lambda wc: ([QADS_QUESTIONS]
                           if "squad" in QADS_FT_SETS[wc.ft_tag] else []),
         domains=f"{QADS}/domains.tsv",
     output:
@@ -279,6 +288,7 @@ rule qads_finetune_gather:
     params:
         questions=QADS_FT["questions"],
         select=QD["questions"],
+        dataset=QADS_READ,
         set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         trained_on=lambda wc: _qdw.trained_on(QADS_FT_ARMS[wc.ft_tag]),
         verified=QADS_VERIFIED,

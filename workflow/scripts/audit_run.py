@@ -1,5 +1,6 @@
 """Run one train/test overlap audit and write its tables under results/audit/<name>/."""
-from csbench.audit.engine import run_audit, read_table
+from csbench.audit.engine import run_audit
+from csbench.audit.items import read_items
 from csbench.embed import Embedder, embed_cache_dir
 from csbench.io import write_parquet, write_tsv
 from csbench.logs import snakemake_logger
@@ -7,7 +8,8 @@ from csbench.logs import snakemake_logger
 log = snakemake_logger(snakemake)
 a = snakemake.params.audit
 speed = snakemake.config["audits"][snakemake.wildcards.name]  # block sizes: speed, not results
-train, test = read_table(snakemake.input.train), read_table(snakemake.input.test)
+ds = snakemake.params.datasets  # a side that is a data set: its text by kind (audit.items)
+train, test = (read_items(snakemake.input[s], ds[s]) for s in ("train", "test"))
 embedder = Embedder(snakemake.params.encoder, cache_dir=embed_cache_dir(snakemake.config))
 out = run_audit(train, test, embedder.encode, a["text_fields"], id_field=a["id_field"],
                 short_field=a["short_field"], methods=a["methods"], top_k=a["top_k"],

@@ -12,7 +12,7 @@ if sim == "embedding":
     from csbench.embed import Embedder, embed_cache_dir
 
     embedder = Embedder(p.encoder, cache_dir=embed_cache_dir(snakemake.config))
-questions = load_questions(snakemake.input.questions)
+questions = load_questions(snakemake.input.questions, snakemake.params.targets)
 scorer = Scorer(sim, embedder=embedder, threshold=p.threshold,
                 stopword_only_match=p.stopword_only_match)
 preds = load_predictions(snakemake.input.predictions)

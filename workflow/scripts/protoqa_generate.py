@@ -14,7 +14,7 @@ from csbench.protoqa.data import load_questions
 log = snakemake_logger(snakemake)
 g = snakemake.params.gen
 model = snakemake.wildcards.model
-questions = load_questions(snakemake.input.questions)
+questions = load_questions(snakemake.input.questions, snakemake.params.targets)
 qids = list(questions)
 prompts = [question_to_prompt(questions[q].question) for q in qids]
 start = time.time()

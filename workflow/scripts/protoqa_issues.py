@@ -7,7 +7,7 @@ from csbench.protoqa.data import check_against, load_predictions, load_questions
 
 log = snakemake_logger(snakemake)
 preds = load_predictions(snakemake.input.predictions)
-check_against(preds, load_questions(snakemake.input.questions))
+check_against(preds, load_questions(snakemake.input.questions, snakemake.params.targets))
 df = pd.DataFrame(preds.issues, columns=["kind", "question_id", "line", "detail"])
 log.info("%s: %d issues %s", preds.path, len(df), df.kind.value_counts().to_dict())
 write_tsv(df, snakemake.output[0])

@@ -15,7 +15,8 @@ p = snakemake.params
 prov = provenance_columns(snakemake.input.model)
 if prov["random_model"]:
     log.warning("%s is a RANDOM model: its fine-tuning scores are meaningless", snakemake.input.model)
-sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.questions)
+sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.questions,
+                       p.dataset)
 predictions = {}
 # qa.batch_size (the held-out prediction batch) is speed only: from the config, not a param
 qa = {**p.qa, "batch_size": snakemake.config["qads"]["qa"]["batch_size"]}

@@ -19,7 +19,8 @@ prov_cols = list(PROVENANCE_COLUMNS)
 prov = folds[prov_cols].iloc[0].to_dict()  # one model: the same provenance in every fold
 prov["random_model"] = bool(folds["random_model"].any())
 rows = with_means(folds.drop(columns=prov_cols).to_dict("records"))
-sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.select)
+sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.select,
+                       p.dataset)
 fold_predictions = [read_json(f) for f in snakemake.input.predictions]
 rows += pooled(sets, fold_predictions)
 

@@ -1,16 +1,16 @@
 """Generate QADS questions (modes one/all) and the substitutions table."""
-import pandas as pd
 
 from csbench.embed import embed_cache_dir
 from csbench.io import write_json, write_parquet
 from csbench.logs import snakemake_logger
 from csbench.qads.candidates import load_nlp
 from csbench.qads.generate import generate
-from csbench.qads.workflow import disambiguator, original_subset, select_questions, squad_json
+from csbench.qads.workflow import (disambiguator, original_subset, read_questions,
+                                   select_questions, squad_json)
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
-questions = select_questions(pd.read_parquet(snakemake.input[0]), p.questions)
+questions = select_questions(read_questions(snakemake.input.questions, p.dataset), p.questions)
 wsd = disambiguator(p.wsd["method"], p.lesk, p.encoder, embed_cache_dir(snakemake.config))
 g, c = p.generation, p.candidates
 subs, out = generate(questions, wsd, modes=g["modes"], pos=c["pos"], mwes=c["mwes"],

@@ -7,14 +7,14 @@ import pandas as pd
 from csbench.io import read_json, write_json, write_parquet, write_tsv
 from csbench.logs import snakemake_logger
 from csbench.qads import verify as V
-from csbench.qads.workflow import select_questions, squad_json
+from csbench.qads.workflow import read_questions, select_questions, squad_json
 
 log = snakemake_logger(snakemake)
 p = snakemake.params
 subs = pd.read_parquet(snakemake.input.subs)
 expected = V.annotation_rows(subs, read_json(snakemake.input.one)["data"],
                              read_json(snakemake.input.original)["data"])
-questions = select_questions(pd.read_parquet(snakemake.input.questions), p.questions)
+questions = select_questions(read_questions(snakemake.input.questions, p.dataset), p.questions)
 out = V.verify(expected, snakemake.input.annotations, subs, questions, p.modes)
 log.info("%s", out["summary"])
 for name in ("original", "one", "all"):

@@ -20,16 +20,32 @@ def enabled(audits: dict) -> list[str]:
     return [n for n, a in audits.items() if a["enabled"]]
 
 
-def table_path(ref: str, sources, data_table) -> str:
-    """``<source>:<table>`` -> ``data_table(source, table)``; anything else is a file path."""
+def table_path(ref: str, sources, data_table, datasets: dict | None = None) -> str:
+    """A data set's name -> its file; ``<source>:<table>`` -> ``data_table(source, table)``;
+    anything else is a file path."""
+    if datasets and ref in datasets:
+        from ..datasets import input_path
+
+        return input_path(datasets[ref], data_table)
     if ":" in ref and ref.split(":", 1)[0] in sources:
         return data_table(*ref.split(":", 1))
     return ref
 
 
-def inputs(audits: dict, sources, data_table) -> dict[str, dict[str, str]]:
-    return {n: {"train": table_path(audits[n]["train"], sources, data_table),
-                "test": table_path(audits[n]["test"], sources, data_table)} for n in enabled(audits)}
+def inputs(audits: dict, sources, data_table, datasets: dict | None = None
+           ) -> dict[str, dict[str, str]]:
+    return {n: {side: table_path(audits[n][side], sources, data_table, datasets)
+                for side in ("train", "test")} for n in enabled(audits)}
+
+
+def dataset_reads(audits: dict, datasets: dict) -> dict[str, dict]:
+    """Audit name -> side -> how its data set is read (kind, columns, settings; None for a table
+    or file side): what the audit's output depends on besides the file."""
+    from ..datasets import read_params
+
+    return {n: {side: (read_params(datasets[audits[n][side]]) if audits[n][side] in datasets
+                       else None)
+                for side in ("train", "test")} for n in enabled(audits)}
 
 
 def targets(audits: dict) -> list[str]:

@@ -18,6 +18,12 @@ class Plan:
         self.tasks = list(config["tasks"])
         self.models = list(config["models"]["lm"])
         self.lexical = [m for m in self.cfg["methods"] if m in ("exact", "ngram")]
+        # benchmark -> its entry of the `datasets` registry (every benchmark but the task tables
+        # of BENCHMARKS), checked here at parse time
+        from ..datasets import TEXT_ROLES, of_kind
+
+        self.datasets = {b: of_kind(config, b, TEXT_ROLES, "contamination.benchmarks")
+                         for b in self.cfg["benchmarks"] if b not in BENCHMARKS}
         self.shards = {}
         for corpus, c in self.cfg["corpora"].items():
             files = expand_paths(corpus, c["paths"])
@@ -26,10 +32,21 @@ class Plan:
                 self.shards[(corpus, kind)] = plan_shards(files, c["format"], int(mb * 1e6))
 
     def table_path(self, benchmark: str, data_table) -> str:
-        """Input table of a benchmark: a task's table, else ``data_table(source, table)``."""
+        """Input file of a benchmark: its data set's file, a task's table, else
+        ``data_table(source, table)``."""
+        if benchmark in self.datasets:
+            from ..datasets import input_path
+
+            return input_path(self.datasets[benchmark], data_table)
         if benchmark in TASK_TABLES:
             return TASK_TABLES[benchmark]
         return data_table(*BENCHMARKS[benchmark][:2])
+
+    def dataset_params(self) -> dict[str, dict]:
+        """Benchmark -> how its data set is read (kind, columns, settings): the probes' params."""
+        from ..datasets import read_params
+
+        return {b: read_params(e) for b, e in self.datasets.items()}
 
     def shard(self, corpus: str, kind: str, index) -> list:
         return self.shards[(corpus, kind)][int(index)]

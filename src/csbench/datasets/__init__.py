@@ -31,8 +31,8 @@ from ..errors import ConfigError, InputError
 from . import formats
 from .kinds import KINDS, ROWS, protoqa_native
 
-__all__ = ["KINDS", "check_config", "names", "entry", "input_path", "params", "read_dataset",
-           "read_entry", "table_ref"]
+__all__ = ["KINDS", "TEXT_ROLES", "check_config", "names", "entry", "input_path", "of_kind", "params",
+           "read_dataset", "read_entry", "read_params", "table_ref"]
 
 
 def table_ref(path: str) -> tuple[str, str] | None:
@@ -66,6 +66,12 @@ def input_path(e: dict, data_table=None) -> str:
 def params(e: dict) -> dict:
     """The settings a reader's output depends on besides the file's content."""
     return {"kind": e["kind"], "columns": dict(e["columns"]), "settings": dict(e["settings"])}
+
+
+def read_params(e: dict) -> dict:
+    """What :func:`read_entry`'s table depends on besides the file: :func:`params` without
+    ``settings.fewshot`` (which 20Q reads beside the table), for the rules that only read a set."""
+    return {**params(e), "settings": {k: e["settings"][k] for k in ("limit", "seed")}}
 
 
 def _role_column(e: dict, role: str) -> str:
@@ -202,3 +208,23 @@ def _sample(df: pd.DataFrame, kind, settings: dict) -> pd.DataFrame:
     if kind.name == "yesno":
         keep = keep.union(df.index[df["split"] == "train"])
     return df.loc[df.index.isin(keep)].reset_index(drop=True)
+
+
+# kind -> the role holding an item's text where a task searches or compares any kind (the
+# contamination scans, the audits); a winograd set's sentence has its `_` blank
+TEXT_ROLES = {"winograd": "sentence", "yesno": "question", "protoqa": "question",
+              "squad": "question", "text": "text"}
+
+
+def of_kind(config: dict, name: str, kinds, key: str) -> dict:
+    """The entry of data set ``name`` that config key ``key`` names, checked at parse time: a
+    name not under ``datasets``, or a set of a kind not in ``kinds``, is a
+    :class:`ConfigError` naming ``key``."""
+    e = config["datasets"].get(name)
+    if e is None:
+        raise ConfigError(f"config key '{key}': {name!r} is not a data set (configured under "
+                          f"datasets: {sorted(config['datasets'])})")
+    if e["kind"] not in kinds:
+        raise ConfigError(f"config key '{key}': data set {name!r} is of kind {e['kind']}, not "
+                          f"{' or '.join(kinds)}")
+    return e

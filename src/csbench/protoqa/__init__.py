@@ -59,3 +59,11 @@ def predictions_files(pq: dict, mirror, lm_models: dict, results: str = "results
             raise ValueError(f"protoqa.predictions: name gen-{m} is reserved for generation")
         out[f"gen-{m}"] = f"{results}/generated/{m}/ranked.json"
     return out
+
+
+def check_targets(config: dict) -> dict:
+    """The data set ``protoqa.targets`` names (checked at parse time: a ``protoqa`` entry of
+    ``datasets``)."""
+    from ..datasets import of_kind
+
+    return of_kind(config, config["protoqa"]["targets"], ("protoqa",), "protoqa.targets")

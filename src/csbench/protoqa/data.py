@@ -1,7 +1,8 @@
 """ProtoQA inputs: target questions (with answer clusters) and predictions files.
 
-Targets come from the normalised table (``results/data/protoqa/<table>.parquet``) or straight from
-a ProtoQA ``.jsonl`` file. Predictions come in the two formats of the release:
+Targets come from a ``protoqa`` data set of the ``datasets`` registry (``protoqa.targets``: the
+built-in ``protoqa_dev`` or a user's set), or straight from a normalised table or a ProtoQA
+``.jsonl`` file. Predictions come in the two formats of the release:
 
 * one JSON object ``{"<qid>": ["answer", ...], ...}`` (``dev.predictions.gpt2finetuned.json``);
 * JSON lines, each ``{"<qid>": [...]}`` or ``{"question_id": "<qid>", "ranked_answers": [...]}``.
@@ -46,8 +47,14 @@ def questions_from_frame(df) -> dict[str, Question]:
     return out
 
 
-def load_questions(path: str | Path) -> dict[str, Question]:
-    """Questions from a ``.parquet`` table or a ProtoQA ``.jsonl`` file."""
+def load_questions(path: str | Path, dataset: dict | None = None) -> dict[str, Question]:
+    """Questions of a ``protoqa`` data set: its file ``path`` read as ``dataset`` says (the
+    registry entry's kind, columns and settings, :func:`csbench.datasets.params`); without
+    ``dataset``, a normalised ``.parquet`` table or a ProtoQA ``.jsonl`` file."""
+    if dataset is not None:
+        from ..datasets import read_entry
+
+        return questions_from_frame(read_entry(dataset, path))
     import pandas as pd
 
     path = Path(path)

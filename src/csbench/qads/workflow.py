@@ -6,6 +6,23 @@ import pandas as pd
 from ..data.squad_v2 import to_squad_json
 from . import wsd as _wsd
 
+def check_dataset(config: dict) -> dict:
+    """The data set ``qads.questions.table`` names (checked at parse time: a ``squad`` entry of
+    ``datasets``)."""
+    from ..datasets import of_kind
+
+    return of_kind(config, config["qads"]["questions"]["table"], ("squad",),
+                   "qads.questions.table")
+
+
+def read_questions(path, dataset: dict) -> pd.DataFrame:
+    """The SQuAD 2.0 table (one row per question) of a ``squad`` data set's file ``path``, read as
+    ``dataset`` (its registry kind, columns and settings) says."""
+    from ..datasets import read_entry
+
+    return read_entry(dataset, path)
+
+
 def select_questions(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     """Apply ``qads.questions`` (id filter, seeded sample) keeping file order."""
     if cfg["ids"]:
@@ -88,15 +105,16 @@ def trained_on(ft: dict) -> str:
 
 
 def finetune_inputs(set_names: list[str], set_paths: list[str], squad_tables: list[str],
-                    select: dict) -> dict[str, list]:
+                    select: dict, dataset: dict) -> dict[str, list]:
     """Set name -> SQuAD ``data`` list for a fine-tuning job: the QADS JSON files by name, and
-    ``squad`` (every selected SQuAD 2.0 question) from the normalised table."""
+    ``squad`` (every selected question of the ``squad`` data set, read as ``dataset`` says)."""
     from ..io import read_json
 
     sets = {n: read_json(p)["data"] for n, p in zip(set_names, set_paths)}
     if squad_tables:  # every question of the table (the QADS sample limit does not apply)
         every = {**select, "limit": None}
-        sets["squad"] = squad_json(select_questions(pd.read_parquet(squad_tables[0]), every))["data"]
+        table = read_questions(squad_tables[0], dataset)
+        sets["squad"] = squad_json(select_questions(table, every))["data"]
     return sets
 
 
