@@ -8,6 +8,11 @@ a name to a config override (a nested mapping merged over BASE_CONFIG the way a 
 ``--configfile`` is). One process builds every DAG in turn (the Snakemake API, as ``snakemake -n``
 does, at about a second a DAG instead of four for a new ``snakemake -n`` process each); used by
 tests/test_workflow.py (every schema key changed in turn).
+
+``python tests/rerun_sets.py --serve`` answers such requests one after another, one JSON line each
+on stdin (``{"workdir": ..., "base": ..., "changes": {...}}``) with one JSON line each on stdout:
+tests/test_workflow.py keeps two of these warm for all of its rerun tests (one interpreter
+start-up, one import of Snakemake and csbench, the schema files parsed once).
 """
 from __future__ import annotations
 
@@ -55,11 +60,11 @@ def rerun_rules(workdir: Path, configfiles: list[Path], graph: bool = False):
         return {"run": sorted({j.rule.name for j in jobs}), "rerun": sorted(reruns)}
 
 
-def main(workdir: str, base: str, changes: str) -> None:
-    logging.disable(logging.CRITICAL)
+def rerun_sets(workdir: str, base: str, changes: dict) -> dict:
+    """Change name -> what a dry run would run and rerun after it (see the module docstring)."""
     out = {}
     with tempfile.TemporaryDirectory() as td:
-        for name, override in json.loads(Path(changes).read_text()).items():
+        for name, override in changes.items():
             extra = Path(td) / "change.yaml"
             extra.write_text(yaml.safe_dump(override))
             try:
@@ -69,8 +74,22 @@ def main(workdir: str, base: str, changes: str) -> None:
                                             graph=name == "__graph__")
             except Exception as exc:  # reported per change; the test names it
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
-    print(json.dumps(out))
+    return out
+
+
+def main(workdir: str, base: str, changes: str) -> None:
+    logging.disable(logging.CRITICAL)
+    print(json.dumps(rerun_sets(workdir, base, json.loads(Path(changes).read_text()))))
+
+
+def serve() -> None:
+    logging.disable(logging.CRITICAL)
+    answer = sys.stdout
+    for line in sys.stdin:
+        req = json.loads(line)
+        answer.write(json.dumps(rerun_sets(req["workdir"], req["base"], req["changes"])) + "\n")
+        answer.flush()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    serve() if sys.argv[1:] == ["--serve"] else main(*sys.argv[1:4])
