@@ -60,6 +60,38 @@ def rerun_rules(workdir: Path, configfiles: list[Path], graph: bool = False):
         return {"run": sorted({j.rule.name for j in jobs}), "rerun": sorted(reruns)}
 
 
+def keep_snakefile_translations() -> None:
+    """Snakemake translates the Snakefile and each included .smk file to Python on every parse, a
+    quarter of a dry run's CPU; the translation is a function of the file's text, the running rule
+    count and the shell override alone, so one process building many DAGs keeps it (keyed on all
+    four). Left alone where Snakemake's ``parse`` is not the one this was written against."""
+    import inspect
+
+    import snakemake.api  # noqa: F401  (first: snakemake.workflow alone is a circular import)
+    import snakemake.parser as parser
+    import snakemake.workflow as workflow
+
+    original = workflow.parse
+    wanted = ["path", "workflow", "linemap", "overwrite_shellcmd", "rulecount"]
+    if original is not parser.parse or list(inspect.signature(original).parameters) != wanted:
+        return
+    done: dict = {}
+
+    def parse(path, workflow, linemap, overwrite_shellcmd=None, rulecount=0):
+        with workflow.sourcecache.open(path) as f:
+            text = f.read()
+        key = (path.get_path_or_uri(secret_free=True), text, overwrite_shellcmd, rulecount)
+        if key not in done:
+            lines: dict = {}
+            done[key] = (*original(path, workflow, lines, overwrite_shellcmd, rulecount), lines)
+        code, count, lines = done[key]
+        parser.Shell.overwrite_cmd = overwrite_shellcmd
+        linemap.update(lines)
+        return code, count
+
+    workflow.parse = parse
+
+
 def rerun_sets(workdir: str, base: str, changes: dict) -> dict:
     """Change name -> what a dry run would run and rerun after it (see the module docstring)."""
     out = {}
@@ -79,11 +111,13 @@ def rerun_sets(workdir: str, base: str, changes: dict) -> dict:
 
 def main(workdir: str, base: str, changes: str) -> None:
     logging.disable(logging.CRITICAL)
+    keep_snakefile_translations()
     print(json.dumps(rerun_sets(workdir, base, json.loads(Path(changes).read_text()))))
 
 
 def serve() -> None:
     logging.disable(logging.CRITICAL)
+    keep_snakefile_translations()
     answer = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)

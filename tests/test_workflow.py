@@ -399,7 +399,8 @@ def rerun_workers(tmp_path_factory):
 
 def rerun_sets_in_parallel(workdir: Path, base: Path, changes: dict, tmp: Path) -> dict:
     """tests/rerun_sets.py over ``changes``, split between the module's two warm worker processes
-    side by side (a DAG is about 0.5 s of one core), merged."""
+    side by side (a DAG is about 0.4 s of one core), merged. (``tmp`` is not used: the workers
+    write their change files in their own temporary directories.)"""
     names = list(changes)
     procs = _WORKERS.start()
     asked = []
