@@ -1,8 +1,8 @@
 """Per-test CPU time, a pytest plugin for finding where the suite's time goes on shared cores.
 
-``pytest -p cpu_durations --cpu-durations=FILE tests`` (run from the repository root, or with tests/ on
-``sys.path``) writes one TSV row per test and phase (setup, call, teardown): wall seconds, CPU seconds of
-the pytest process and CPU seconds of the child processes it waited for (Snakemake runs, interpreters).
+``pytest --cpu-durations=FILE tests`` (tests/conftest.py loads these hooks) writes one TSV row per
+test and phase as it ends (setup, call, teardown): wall seconds, CPU seconds of the pytest process
+and CPU seconds of the child processes it waited for (Snakemake runs, interpreters).
 On a busy machine wall time measures the neighbours as much as the test; CPU time does not. A
 session-scoped fixture's cost lands in the setup of the first test that asks for it.
 """
@@ -30,7 +30,8 @@ class CpuDurations:
         self.file.write("nodeid\tphase\twall_s\tcpu_s\tchildren_cpu_s\n")
 
     def _measure(self, item, phase):
-        wall, own, kids = time.perf_counter(), _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
+        wall, own = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
+        kids = _cpu(resource.RUSAGE_CHILDREN)
         yield
         self.file.write(f"{item.nodeid}\t{phase}\t{time.perf_counter() - wall:.3f}\t"
                         f"{_cpu(resource.RUSAGE_SELF) - own:.3f}\t"
