@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cpu_durations import pytest_addoption, pytest_configure  # noqa: F401  (--cpu-durations FILE)
+
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("NLTK_DATA", str(REPO / "resources" / "nltk_data"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -8,6 +8,11 @@ a name to a config override (a nested mapping merged over BASE_CONFIG the way a 
 ``--configfile`` is). One process builds every DAG in turn (the Snakemake API, as ``snakemake -n``
 does, at about a second a DAG instead of four for a new ``snakemake -n`` process each); used by
 tests/test_workflow.py (every schema key changed in turn).
+
+``python tests/rerun_sets.py --serve`` answers such requests one after another, one JSON line each
+on stdin (``{"workdir": ..., "base": ..., "changes": {...}}``) with one JSON line each on stdout:
+tests/test_workflow.py keeps two of these warm for all of its rerun tests (one interpreter
+start-up, one import of Snakemake and csbench, the schema files parsed once).
 """
 from __future__ import annotations
 
@@ -55,11 +60,43 @@ def rerun_rules(workdir: Path, configfiles: list[Path], graph: bool = False):
         return {"run": sorted({j.rule.name for j in jobs}), "rerun": sorted(reruns)}
 
 
-def main(workdir: str, base: str, changes: str) -> None:
-    logging.disable(logging.CRITICAL)
+def keep_snakefile_translations() -> None:
+    """Snakemake translates the Snakefile and each included .smk file to Python on every parse, a
+    quarter of a dry run's CPU; the translation is a function of the file's text, the running rule
+    count and the shell override alone, so one process building many DAGs keeps it (keyed on all
+    four). Left alone where Snakemake's ``parse`` is not the one this was written against."""
+    import inspect
+
+    import snakemake.api  # noqa: F401  (first: snakemake.workflow alone is a circular import)
+    import snakemake.parser as parser
+    import snakemake.workflow as workflow
+
+    original = workflow.parse
+    wanted = ["path", "workflow", "linemap", "overwrite_shellcmd", "rulecount"]
+    if original is not parser.parse or list(inspect.signature(original).parameters) != wanted:
+        return
+    done: dict = {}
+
+    def parse(path, workflow, linemap, overwrite_shellcmd=None, rulecount=0):
+        with workflow.sourcecache.open(path) as f:
+            text = f.read()
+        key = (path.get_path_or_uri(secret_free=True), text, overwrite_shellcmd, rulecount)
+        if key not in done:
+            lines: dict = {}
+            done[key] = (*original(path, workflow, lines, overwrite_shellcmd, rulecount), lines)
+        code, count, lines = done[key]
+        parser.Shell.overwrite_cmd = overwrite_shellcmd
+        linemap.update(lines)
+        return code, count
+
+    workflow.parse = parse
+
+
+def rerun_sets(workdir: str, base: str, changes: dict) -> dict:
+    """Change name -> what a dry run would run and rerun after it (see the module docstring)."""
     out = {}
     with tempfile.TemporaryDirectory() as td:
-        for name, override in json.loads(Path(changes).read_text()).items():
+        for name, override in changes.items():
             extra = Path(td) / "change.yaml"
             extra.write_text(yaml.safe_dump(override))
             try:
@@ -69,8 +106,24 @@ def main(workdir: str, base: str, changes: str) -> None:
                                             graph=name == "__graph__")
             except Exception as exc:  # reported per change; the test names it
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
-    print(json.dumps(out))
+    return out
+
+
+def main(workdir: str, base: str, changes: str) -> None:
+    logging.disable(logging.CRITICAL)
+    keep_snakefile_translations()
+    print(json.dumps(rerun_sets(workdir, base, json.loads(Path(changes).read_text()))))
+
+
+def serve() -> None:
+    logging.disable(logging.CRITICAL)
+    keep_snakefile_translations()
+    answer = sys.stdout
+    for line in sys.stdin:
+        req = json.loads(line)
+        answer.write(json.dumps(rerun_sets(req["workdir"], req["base"], req["changes"])) + "\n")
+        answer.flush()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    serve() if sys.argv[1:] == ["--serve"] else main(*sys.argv[1:4])

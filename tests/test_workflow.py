@@ -116,11 +116,11 @@ def rules_of(smk_name: str) -> set[str]:
 
 
 def test_changing_one_task_parameter_reruns_only_that_task(demo_run, tmp_path):
-    extra = tmp_path / "change.yaml"
-    extra.write_text(yaml.safe_dump({"winowhat": {"bootstrap": {"n": 321}}}))
-    cmd = ["-n", "--configfile", str(REPO / "resources/demo/config.yaml"), str(extra)]
-    planned = planned_rules(smk(demo_run, *cmd))
-    assert planned, "changing winowhat.bootstrap.n should rerun the WinoWhat statistics"
+    change = {"winowhat": {"bootstrap": {"n": 321}}}
+    got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml", {"n": change},
+                                 tmp_path)["n"]
+    planned = got.get("run")
+    assert planned, f"changing winowhat.bootstrap.n should rerun the WinoWhat statistics: {got}"
     # results (RESULTS.md) reads every task's tables, so it follows any of them
     assert set(planned) - {"all", "results"} <= rules_of("winowhat.smk"), planned
 
@@ -382,24 +382,70 @@ INERT = {
 }
 
 
-def rerun_sets_in_parallel(workdir: Path, base: Path, changes: dict, tmp: Path,
-                           parts: int = 2) -> dict:
-    """tests/rerun_sets.py over ``changes`` in ``parts`` processes side by side (CI has 2 cores;
-    a DAG is about 0.5 s of one core), merged."""
-    env = dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
+class RerunWorkers:
+    """Two warm ``tests/rerun_sets.py --serve`` processes (CI has 2 cores), shared by every rerun
+    test of this module: Snakemake, csbench and the schema files are loaded once per process, not
+    once per test. Each keeps its stderr in a file that a failure quotes."""
+
+    def __init__(self, logs: Path, parts: int = 2):
+        self.logs, self.parts, self.procs = logs, parts, []
+
+    def start(self) -> list:
+        if not self.procs:
+            env = dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
+            for i in range(self.parts):
+                with open(self.logs / f"worker-{i}.log", "w") as err:
+                    self.procs.append(subprocess.Popen(
+                        [sys.executable, str(REPO / "tests/rerun_sets.py"), "--serve"], env=env,
+                        text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err))
+        return self.procs
+
+    def failure(self, i: int) -> str:
+        return (self.logs / f"worker-{i}.log").read_text()[-4000:]
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.stdin.close()
+        for p in self.procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+
+
+_WORKERS: RerunWorkers | None = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rerun_workers(tmp_path_factory):
+    global _WORKERS
+    _WORKERS = RerunWorkers(tmp_path_factory.mktemp("rerun-workers"))
+    yield _WORKERS
+    _WORKERS.close()
+    _WORKERS = None
+
+
+def rerun_sets_in_parallel(workdir: Path, base: Path, changes: dict, tmp: Path) -> dict:
+    """tests/rerun_sets.py over ``changes``, split between the module's two warm worker processes
+    side by side (a DAG is about 0.4 s of one core), merged. (``tmp`` is not used: the workers
+    write their change files in their own temporary directories.)"""
     names = list(changes)
-    procs = []
-    for i in range(parts):
-        spec = tmp / f"changes-{i}.json"
-        spec.write_text(json.dumps({n: changes[n] for n in names[i::parts]}))
-        procs.append(subprocess.Popen([sys.executable, str(REPO / "tests/rerun_sets.py"),
-                                       str(workdir), str(base), str(spec)], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    procs = _WORKERS.start()
+    asked = []
+    for i, p in enumerate(procs):
+        part = {n: changes[n] for n in names[i::len(procs)]}
+        if part:
+            p.stdin.write(json.dumps({"workdir": str(workdir), "base": str(base),
+                                      "changes": part}) + "\n")
+            p.stdin.flush()
+            asked.append(i)
     got = {}
-    for p in procs:
-        out, err = p.communicate()
-        assert p.returncode == 0, err[-4000:]
-        got.update(json.loads(out.strip().splitlines()[-1]))
+    for i in asked:
+        line = procs[i].stdout.readline()
+        assert line, f"rerun worker {i} stopped:\n{_WORKERS.failure(i)}"
+        got.update(json.loads(line))
     assert set(got) == set(changes)
     return got
 
@@ -540,19 +586,15 @@ def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     shutil.copytree(REPO / "resources/demo/mirror/wsc273", shadow / "mirror/wsc273")
     edited = shadow / "mirror/wsc273/WSCollection.xml"
     edited.write_text(edited.read_text() + "<!-- edited -->\n")
-    spec = tmp_path / "changes.json"
-    spec.write_text(json.dumps({"edited": {}}))
-    env = dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
     link.unlink()
     try:
         link.symlink_to(shadow)
-        proc = subprocess.run([sys.executable, str(REPO / "tests/rerun_sets.py"), str(demo_run),
-                               str(REPO / "resources/demo/config.yaml"), str(spec)],
-                              capture_output=True, text=True, env=env)
+        got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
+                                     {"edited": {}}, tmp_path)["edited"]
     finally:
         link.unlink()
         link.symlink_to(REPO / "resources" / "demo")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])["edited"]["rerun"]
+    assert "rerun" in got, got
+    got = got["rerun"]
     assert "download_wsc273" in got and "normalise" in got, got
     assert not {r for r in got if r.startswith("download_")} - {"download_wsc273"}, got

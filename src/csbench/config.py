@@ -52,16 +52,33 @@ def _with_defaults(cls):
 DefaultFillingValidator = _with_defaults(Draft202012Validator)
 
 
+_SCHEMA_FILES: dict[Path, tuple[tuple[int, int], object]] = {}
+
+
+def schema_file(path: str | Path):
+    """A schema file's contents (a fresh copy). Parsed once per process while the file is
+    unchanged: a process that builds many DAGs (the every-key rerun test) validates a config
+    against the same schema files each time."""
+    path = Path(path).resolve()
+    st = path.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _SCHEMA_FILES.get(path)
+    if hit is None or hit[0] != stamp:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        hit = _SCHEMA_FILES[path] = (stamp, yaml.load(path.read_text(), Loader=loader))
+    return copy.deepcopy(hit[1])
+
+
 def load_schema(path: str | Path) -> tuple[dict, Registry]:
     path = Path(path).resolve()
-    schema = yaml.safe_load(path.read_text())
+    schema = schema_file(path)
     schema["$id"] = path.as_uri()
 
     def retrieve(uri: str):
         from urllib.parse import urlparse
         from urllib.request import url2pathname
 
-        contents = yaml.safe_load(Path(url2pathname(urlparse(uri).path)).read_text())
+        contents = schema_file(url2pathname(urlparse(uri).path))
         # A "$schema" in a section file would make jsonschema switch to its stock validator
         # class for that section, which does not fill defaults: all sections use ours.
         contents.pop("$schema", None)
@@ -166,7 +183,7 @@ def coerce_text(config: dict, schema_path: str | Path) -> dict:
 
     def resolve(node: dict) -> dict:
         if "$ref" in node:
-            return {**yaml.safe_load((base / node["$ref"]).read_text()),
+            return {**schema_file(base / node["$ref"]),
                     **{k: v for k, v in node.items() if k != "$ref"}}
         return node
 
@@ -194,7 +211,7 @@ def coerce_text(config: dict, schema_path: str | Path) -> dict:
                     value[k] = fix(v, sub)
         return value
 
-    fix(config, yaml.safe_load(Path(schema_path).read_text()))
+    fix(config, schema_file(schema_path))
     return config
 
 
