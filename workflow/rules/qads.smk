@@ -1,6 +1,5 @@
 # QADS: SQuAD 2.0 questions rewritten with WordNet synonyms chosen by WSD, WSD evaluated on the
 # unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
-import csbench.models
 import csbench.qads.verify as _qdv
 import csbench.qads.workflow as _qdw
 

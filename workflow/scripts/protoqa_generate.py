@@ -6,7 +6,7 @@ from csbench.io import write_json, write_parquet
 from csbench.lm.backend import job_lm_cache, sample, served_spec
 from csbench.lm.prompt import PromptFormat, model_lm
 from csbench.logs import snakemake_logger
-from csbench.models import compute_columns
+from csbench.compute import compute_columns
 from csbench.provenance import SERVED_COMPUTE, provenance, stamp
 from csbench.protoqa.baseline import question_to_prompt, samples_table
 from csbench.protoqa.data import load_questions

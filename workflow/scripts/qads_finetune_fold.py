@@ -5,7 +5,7 @@ import pandas as pd
 
 from csbench.io import write_json, write_tsv
 from csbench.logs import snakemake_logger
-from csbench.models import compute_columns
+from csbench.compute import compute_columns
 from csbench.provenance import provenance_columns, stamp
 from csbench.qads.finetune import run_fold
 from csbench.qads.workflow import finetune_inputs

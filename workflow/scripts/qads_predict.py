@@ -4,7 +4,8 @@ official evaluation ignores), plus the no-answer scores (null - best span) for t
 best-threshold metric."""
 from csbench.io import read_json, write_json
 from csbench.logs import snakemake_logger
-from csbench.models import compute_columns, load_qa_model
+from csbench.compute import compute_columns
+from csbench.models.load import load_qa_model
 from csbench.provenance import is_random_model_dir, with_compute
 from csbench.qads.qa import predict
 

@@ -1,6 +1,6 @@
 """Sampling generation for baselines (ProtoQA): many nucleus-sampled completions per prompt.
 
-Models are loaded only through :func:`csbench.models.load_causal_lm`.
+Models are loaded only through :func:`csbench.models.load.load_causal_lm`.
 
 :func:`sample_completions` is its own decoding loop with a KV cache: each sampled sequence
 stops at the end-of-sequence token or, with ``stop``, as soon as its decoded text contains a
@@ -753,7 +753,7 @@ def sample_from_dir(model_dir, prompts, num_samples: int, device: str = "auto",
     """Load a causal LM from ``model_dir`` and sample (see :func:`sample_completions`); the
     prompts (texts or :class:`~csbench.lm.prompt.Prompt`) are rendered in ``prompt_format``
     (:class:`~csbench.lm.prompt.PromptFormat`; None: raw)."""
-    from ..models import load_causal_lm
+    from ..models.load import load_causal_lm
     from .prompt import Formatter
 
     model, tokenizer = load_causal_lm(model_dir, device, dtype)

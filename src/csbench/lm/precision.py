@@ -1,7 +1,7 @@
 """The local engine's numeric precision, in one place.
 
 The model is loaded in the dtype the ``lm.dtype`` setting resolves to
-(:func:`csbench.models.load_causal_lm`); everything the engine does that depends on that dtype is
+(:func:`csbench.models.load.load_causal_lm`); everything the engine does that depends on that dtype is
 here: the name that says what computed the scores (:meth:`Precision.compute`, the provenance
 columns), the part of the cache key that keeps scores of different dtypes apart, the output layer
 at the scored positions and the log-softmax (always fp32, whatever the model's dtype; sums in

@@ -48,7 +48,7 @@ class LMScorer(Scorer):
                  add_bos_token: bool | None = None, max_length: int | None = None,
                  share_prefix: bool = True, min_shared_prefix: int = 4,
                  min_common_prefix: int = 8, commit_every: int = 1024):
-        from ..models import load_causal_lm
+        from ..models.load import load_causal_lm
 
         self.model, self.tokenizer = load_causal_lm(model_dir, device, dtype)
         self.precision = Precision(self.model)
