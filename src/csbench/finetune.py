@@ -47,7 +47,11 @@ COLUMNS = ("prompt", "completion")
 def settings(config: dict, name: str) -> dict:
     """The resolved training settings of ``models.lm.<name>`` (a finetune spec): its base, data
     and dev, and every setting of :data:`csbench.modelspec.FINETUNE_SETTINGS`, the spec's over the
-    config's ``finetune`` section (the schema's defaults where the config has none)."""
+    config's ``finetune`` section (the schema's defaults where the config has none). ``dtype:
+    auto`` is resolved here for ``lm.device`` (:func:`csbench.compute.training_dtype`: bfloat16
+    only where the hardware has bf16 units), so the ``finetune_model`` rule's params, built by
+    this function, hold the dtype the job trains in, and its provenance records it."""
+    from .compute import training_dtype
     from .config import default
 
     spec = (config.get("models") or {}).get("lm", {}).get(name)
@@ -57,6 +61,8 @@ def settings(config: dict, name: str) -> dict:
     base = {**default("finetune"), **(config.get("finetune") or {})}
     out = {"base": own["base"], "data": own["data"], "dev": own.get("dev")}
     out.update({k: own.get(k, base[k]) for k in FINETUNE_SETTINGS})
+    device = {**default("lm"), **(config.get("lm") or {})}["device"]
+    out["dtype"] = training_dtype(out["dtype"], device)
     return out
 
 

@@ -118,7 +118,7 @@ FINETUNE_SETTINGS: dict[str, tuple] = {
     "max_dev_examples": ((int, type(None)), "a whole number >= 1 or null",
                          lambda v: v is None or v >= 1),
     "loss": (str, "completion or all", lambda v: v in ("completion", "all")),
-    "dtype": (str, "bfloat16 or float32", lambda v: v in ("bfloat16", "float32")),
+    "dtype": (str, "bfloat16, float32 or auto", lambda v: v in ("bfloat16", "float32", "auto")),
     "warmup": (_NUMBER, "a number in [0, 1)", lambda v: 0 <= v < 1),
     "weight_decay": (_NUMBER, "a number >= 0", lambda v: v >= 0),
     "max_grad_norm": (_NUMBER, "a number >= 0 (0: no clipping)", lambda v: v >= 0),
