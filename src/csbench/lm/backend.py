@@ -25,8 +25,8 @@ def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None 
     """The scorer of a model directory with the ``lm`` config section's settings (``device``,
     ``dtype``, ``batch_size``, ``max_batch_size``, ``served``, ``refresh_cache``: read no cache
     entry, recompute and store them anew; ``chat_template`` and ``system_instruction``: the
-    prompt format, :mod:`csbench.lm.prompt`; a model's own are
-    :func:`csbench.lm.prompt.model_lm`; keys left out take the schema's defaults); a served
+    prompt format, :mod:`csbench.lm.prompt`; a workflow job's are its rule's ``params.lm`` over
+    the section, :mod:`csbench.lm.route`; keys left out take the schema's defaults); a served
     model is checked for ``needs`` now. ``kw``: the local engine's options
     (:class:`csbench.lm.score.LMScorer`: ``max_length``, ``share_prefix``, ...)."""
     from .prompt import PromptFormat
