@@ -1,4 +1,4 @@
-"""Thread limits for workflow jobs (csbench.runtime)."""
+"""Thread limits for workflow jobs (csbench.runtime); the CPU instruction checks and dtype resolution (csbench.compute)."""
 from __future__ import annotations
 
 import logging
@@ -59,11 +59,11 @@ def test_cpu_flags_read_x86_and_arm_cpuinfo(tmp_path):
                                           ({"amx_bf16", "amx_tile"}, False)])
 def test_bf16_on_a_cpu_without_bf16_instructions_is_warned_about_once(monkeypatch, caplog, flags,
                                                                      warns):
-    from csbench import compute as runtime
+    from csbench import compute
     from csbench.compute import pick_dtype
 
-    monkeypatch.setattr(runtime, "cpu_flags", lambda path=runtime.CPUINFO: frozenset(flags))
-    monkeypatch.setattr(runtime, "_warned", set())
+    monkeypatch.setattr(compute, "cpu_flags", lambda path=compute.CPUINFO: frozenset(flags))
+    monkeypatch.setattr(compute, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="csbench.compute"):
         assert pick_dtype("bfloat16", "cpu") is torch.bfloat16  # still loads: a warning
         assert pick_dtype("bf16", "cpu") is torch.bfloat16
@@ -77,15 +77,15 @@ def test_bf16_on_a_cpu_without_bf16_instructions_is_warned_about_once(monkeypatc
 
 
 def test_float16_needs_its_own_instructions(monkeypatch):
-    from csbench import compute as runtime
+    from csbench import compute
 
-    monkeypatch.setattr(runtime, "cpu_flags", lambda path=runtime.CPUINFO: frozenset({"avx512_bf16"}))
-    monkeypatch.setattr(runtime, "_warned", set())
-    assert runtime.cpu_half_support("bfloat16") is True
-    assert runtime.cpu_half_support("float16") is False
-    assert runtime.cpu_half_support("float32") is True
-    assert runtime.check_cpu_dtype("float16", "cpu") is False
-    assert runtime.check_cpu_dtype("float32", "cpu") is True
+    monkeypatch.setattr(compute, "cpu_flags", lambda path=compute.CPUINFO: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(compute, "_warned", set())
+    assert compute.cpu_half_support("bfloat16") is True
+    assert compute.cpu_half_support("float16") is False
+    assert compute.cpu_half_support("float32") is True
+    assert compute.check_cpu_dtype("float16", "cpu") is False
+    assert compute.check_cpu_dtype("float32", "cpu") is True
 
 
 def test_compute_columns_resolve_the_settings_as_the_loaders_do():
