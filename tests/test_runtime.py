@@ -1,4 +1,5 @@
-"""Thread limits for workflow jobs (csbench.runtime); the CPU instruction checks and dtype resolution (csbench.compute)."""
+"""Thread limits for workflow jobs (csbench.runtime); the CPU instruction checks and dtype
+resolution (csbench.compute)."""
 from __future__ import annotations
 
 import logging

@@ -47,7 +47,8 @@ def host_has_gpu() -> bool:
 
 
 def pick_device(device: str = "auto") -> str:
-    """The device setting with ``auto`` resolved (``cuda`` when PyTorch sees a GPU, else ``cpu``)."""
+    """The device setting with ``auto`` resolved (``cuda`` when PyTorch sees a GPU, else
+    ``cpu``)."""
     import torch
 
     if device == "auto":

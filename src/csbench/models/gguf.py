@@ -1,6 +1,7 @@
-"""GGUF files: a bounds-checked header walk that refuses a truncated or corrupt file before any
-reader touches it (:func:`check_gguf`), the file's quantisation (:func:`gguf_quantisation`), and
-its conversion into a plain Hugging Face directory (:func:`convert_gguf`, :func:`convert_checked`)."""
+"""GGUF files: a bounds-checked header walk that refuses a truncated or corrupt file before
+any reader touches it (:func:`check_gguf`), the file's quantisation
+(:func:`gguf_quantisation`), and its conversion into a plain Hugging Face directory
+(:func:`convert_gguf`, :func:`convert_checked`)."""
 from __future__ import annotations
 
 import logging
