@@ -147,7 +147,7 @@ def mean_loss(model, encoded, pad: int, batch: int = 8, dtype: str = "float32") 
     """Mean loss per label token over ``encoded`` (the dev loss)."""
     import torch
 
-    from .training import autocast
+    from .compute import autocast
 
     device = next(model.parameters()).device
     total, tokens = 0.0, 0
