@@ -38,7 +38,8 @@ def main() -> None:
     from csbench.config import default
     from csbench.data.protoqa import read_finetune_text
     from csbench.finetune import encode, pad_id, subset, train
-    from csbench.models import compute_columns, load_causal_lm
+    from csbench.compute import compute_columns
+    from csbench.models.load import load_causal_lm
 
     torch.set_num_threads(a.threads)
     df = read_finetune_text(a.data)

@@ -94,7 +94,7 @@ def compare(ref: list[float], got: list[float], n_items: int) -> dict:
 
 def lm_check(shape: str, dev, n_items: int, work: Path, device: str = "cuda") -> dict:
     from csbench.lm.backend import sample
-    from csbench.models import build_random_model
+    from csbench.models.random import build_random_model
 
     model_dir = build_random_model(shape, work / shape, texts=corpus())
     reqs, n = requests(dev, n_items)
@@ -118,7 +118,7 @@ def lm_check(shape: str, dev, n_items: int, work: Path, device: str = "cuda") ->
 
 
 def qa_check(work: Path, device: str = "cuda") -> dict:
-    from csbench.models import build_random_model
+    from csbench.models.random import build_random_model
     from csbench.qads import finetune as F
 
     model_dir = build_random_model("tiny-bert-qa", work / "tiny-bert-qa", texts=corpus())

@@ -182,7 +182,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     import torch
 
-    from csbench.runtime import HALF_CPU_FLAGS, cpu_flags
+    from csbench.compute import HALF_CPU_FLAGS, cpu_flags
 
     rows = [json.loads(line) for line in open(a.dev, encoding="utf-8") if line.strip()]
     rows = rows[:a.limit] if a.limit else rows

@@ -115,7 +115,7 @@ def dump(a) -> None:
     torch.set_num_threads(1)
     models: dict[str, str] = {}
     if a.tiny:
-        from csbench.models import build_random_model
+        from csbench.models.random import build_random_model
 
         for shape in ("tiny-gpt2", "tiny-neox", "tiny-llama"):
             d = Path(a.tiny) / shape

@@ -44,7 +44,7 @@ def sample_all(args, questions, qids) -> dict:
     import torch
 
     from csbench.lm.generate import sample_completions
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
     from csbench.protoqa.baseline import RECIPES, question_to_prompt
 
     torch.set_num_threads(args.threads)

@@ -98,7 +98,7 @@ def main():
 
     from csbench.lm.generate import sample_completions
     from csbench.logs import setup_logging
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
     from csbench.provenance import provenance
     from csbench.protoqa.baseline import SENTENCE_ENDS, question_to_prompt, rank_answers
     from csbench.protoqa.data import load_questions

@@ -39,7 +39,7 @@ def _best(fn, repeats: int) -> float:
 def kernels(a) -> None:
     import torch
 
-    from csbench.models import load_qa_model
+    from csbench.models.load import load_qa_model
 
     torch.manual_seed(0)
     n = 2048
@@ -108,7 +108,7 @@ def fold(a) -> None:
     import torch
 
     from csbench.io import read_json, write_json
-    from csbench.models import load_qa_model
+    from csbench.models.load import load_qa_model
     from csbench.qads import finetune as F
     from csbench.qads.metric import evaluate
 

@@ -33,7 +33,7 @@ def main():
     import torch
 
     from csbench.config import default
-    from csbench.models import load_qa_model
+    from csbench.models.load import load_qa_model
     from csbench.qads import finetune as F
     from csbench.qads.workflow import finetune_inputs
 

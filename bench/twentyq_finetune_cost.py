@@ -32,7 +32,7 @@ def main():
 
     from csbench.config import default
     from csbench.finetune import encode, pad_id, read_examples, train
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
 
     torch.set_num_threads(a.threads)
     examples = read_examples(a.table)

@@ -59,7 +59,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     model = a.model
     if model.startswith("random:"):
-        from csbench.models import build_random_model
+        from csbench.models.random import build_random_model
 
         model = build_random_model(model.split(":", 1)[1], tempfile.mkdtemp())
     items = pd.read_parquet(a.items)

@@ -45,7 +45,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# Bench-only model shapes (besides csbench.models.RANDOM_SHAPES).
+# Bench-only model shapes (besides csbench.modelspec.RANDOM_SHAPES).
 EXTRA_SHAPES = {
     "small-neox": dict(model_type="gpt_neox", hidden_size=256, num_hidden_layers=4,
                        num_attention_heads=4, intermediate_size=1024,
@@ -54,13 +54,14 @@ EXTRA_SHAPES = {
 
 
 def build_model(shape: str, outdir: Path) -> Path:
-    from csbench import models
+    from csbench.modelspec import RANDOM_SHAPES
+    from csbench.models.random import build_random_model
 
     if (outdir / "config.json").exists():
         return outdir
     if shape in EXTRA_SHAPES:
-        models.RANDOM_SHAPES.setdefault(shape, EXTRA_SHAPES[shape])
-    return models.build_random_model(shape, outdir)
+        RANDOM_SHAPES.setdefault(shape, EXTRA_SHAPES[shape])
+    return build_random_model(shape, outdir)
 
 
 def _provenance(model_dir) -> dict:

@@ -22,7 +22,7 @@ def repo() -> Path:
 @pytest.fixture(scope="session")
 def tiny_lm_dir(tmp_path_factory) -> Path:
     """A randomly initialised GPT-2-shaped causal LM with an in-process trained tokenizer."""
-    from csbench.models import build_random_model
+    from csbench.models.random import build_random_model
 
     return build_random_model("tiny-gpt2", tmp_path_factory.mktemp("tiny-gpt2"))
 
@@ -35,7 +35,7 @@ def tiny_bos_lm_dir(tiny_lm_dir, tmp_path_factory) -> Path:
 
     from tokenizers.processors import TemplateProcessing
 
-    from csbench.models import load_tokenizer
+    from csbench.models.load import load_tokenizer
 
     dst = tmp_path_factory.mktemp("tiny-gpt2-bos") / "m"
     shutil.copytree(tiny_lm_dir, dst)
@@ -48,13 +48,13 @@ def tiny_bos_lm_dir(tiny_lm_dir, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_neox_dir(tmp_path_factory) -> Path:
-    from csbench.models import build_random_model
+    from csbench.models.random import build_random_model
 
     return build_random_model("tiny-neox", tmp_path_factory.mktemp("tiny-neox"))
 
 
 @pytest.fixture(scope="session")
 def tiny_qa_dir(tmp_path_factory) -> Path:
-    from csbench.models import build_random_model
+    from csbench.models.random import build_random_model
 
     return build_random_model("tiny-bert-qa", tmp_path_factory.mktemp("tiny-bert-qa"))

@@ -79,7 +79,7 @@ def test_subset_is_seeded_and_capped():
 
 
 def test_loss_on_the_completion_masks_the_prompt(tiny_lm_dir):
-    from csbench.models import load_tokenizer
+    from csbench.models.load import load_tokenizer
 
     tok = load_tokenizer(tiny_lm_dir)
     (ids, labels), = encode(tok, [("One thing is", " a dog.")], 64, "completion")[0]
@@ -109,7 +109,7 @@ def test_training_lowers_the_loss_and_records_provenance(tiny_lm_dir, table, tmp
     assert cols["model_source"].startswith("finetune:tiny=random:tiny-gpt2 on demo/train")
     assert cols["random_model"] and cols["model_sha256"] == p["file_sha256"]
     # a plain Hugging Face directory the tasks load like any other
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
 
     model, tok = load_causal_lm(out, "cpu", "float32")
     assert model.config.model_type == "gpt2"

@@ -286,7 +286,7 @@ def test_half_precision_checks_scale_with_the_hidden_states():
 
 @pytest.fixture(scope="module")
 def tiny_llama_dir(tmp_path_factory):
-    from csbench.models import build_random_model
+    from csbench.models.random import build_random_model
 
     return build_random_model("tiny-llama", tmp_path_factory.mktemp("tiny-llama"))
 

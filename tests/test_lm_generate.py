@@ -53,7 +53,7 @@ def _cut(text, stop):
 
 @pytest.fixture(scope="module")
 def gpt2(tiny_lm_dir):
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
 
     return load_causal_lm(tiny_lm_dir, "cpu", "float32")
 
@@ -72,7 +72,7 @@ def _from_config(tok, model_type, **kw):
 
 @pytest.fixture(scope="module")
 def models(gpt2, tiny_neox_dir):
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
 
     model, tok = gpt2
     gemma = _from_config(tok, "gemma3_text", hidden_size=64, num_hidden_layers=2,

@@ -16,7 +16,8 @@ from csbench.lm import open_scorer
 from csbench.lm.backend import sample
 from csbench.lm.prompt import Formatter, Prompt, PromptFormat, model_format, model_lm
 from csbench.modelspec import LM_COLUMNS, check_config_models, lm_spec, parse, without_prompt_keys
-from csbench.models import load_tokenizer, materialise
+from csbench.models.load import load_tokenizer
+from csbench.models.materialise import materialise
 from csbench.provenance import read_model_table, stamp
 from csbench.twentyq.prompts import ANSWERS, HEADER, few_shot, zero_shot
 from csbench.winowhat.requests import option_requests, partial_requests

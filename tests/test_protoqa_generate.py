@@ -29,7 +29,7 @@ def test_clean_and_rank():
 
 def test_sampling_is_seeded_and_order_independent(tiny_lm_dir):
     from csbench.lm.generate import sample_completions
-    from csbench.models import load_causal_lm
+    from csbench.models.load import load_causal_lm
 
     model, tok = load_causal_lm(tiny_lm_dir, "cpu", "float32")
     kw = dict(max_new_tokens=4, temperature=0.69, top_p=0.9, seed=3, chunk=3)
@@ -46,7 +46,7 @@ def test_prompt_past_the_window_is_refused_naming_the_question(tiny_lm_dir):
     from csbench.lm.base import RequestError
 
     prompts = [question_to_prompt("name a fruit."), question_to_prompt("name a colour.")]
-    kw = dict(device="cpu", seed=1, chunk=2, names=["question q1", "question q2"])
+    kw = dict(lm={"device": "cpu"}, seed=1, chunk=2, names=["question q1", "question q2"])
     assert len(sample(tiny_lm_dir, prompts, 2, max_new_tokens=4, **kw)) == 2
     with pytest.raises(RequestError, match=r"prompt 0 \(question q1\) 'One fruit is': \d+ prompt "
                                            r"tokens \+ max_new_tokens 510 exceed the model's "

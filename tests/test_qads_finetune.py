@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csbench.models import load_qa_model
+from csbench.models.load import load_qa_model
 from csbench.qads import finetune as F
 from csbench.qads.qa import model_inputs
 

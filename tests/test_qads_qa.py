@@ -1,7 +1,7 @@
 """Extractive QA inference with a tiny random model: windows, spans inside the context, no-answer."""
 import pytest
 
-from csbench.models import load_qa_model
+from csbench.models.load import load_qa_model
 from csbench.qads.qa import predict
 
 
@@ -52,7 +52,7 @@ def test_windows_batched_by_length_give_the_answers_of_unpadded_windows(tiny_qa_
 def test_predict_under_bf16_autocast(tiny_qa_dir):
     import torch
 
-    from csbench.training import autocast
+    from csbench.compute import autocast
 
     model, tok = load_qa_model(tiny_qa_dir, device="cpu", dtype="float32")
     with autocast("cpu", "bfloat16"):

@@ -1,4 +1,5 @@
-"""Thread limits for workflow jobs (csbench.runtime)."""
+"""Thread limits for workflow jobs (csbench.runtime); the CPU instruction checks and dtype
+resolution (csbench.compute)."""
 from __future__ import annotations
 
 import logging
@@ -46,7 +47,7 @@ X86_BF16 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse avx2 a
 
 
 def test_cpu_flags_read_x86_and_arm_cpuinfo(tmp_path):
-    from csbench.runtime import cpu_flags
+    from csbench.compute import cpu_flags
 
     (tmp_path / "x86").write_text(X86_BF16 + "\nprocessor\t: 1\nflags\t\t: fpu\n")
     (tmp_path / "arm").write_text("processor\t: 0\nFeatures\t: fp asimd bf16 asimdhp\n")
@@ -59,12 +60,12 @@ def test_cpu_flags_read_x86_and_arm_cpuinfo(tmp_path):
                                           ({"amx_bf16", "amx_tile"}, False)])
 def test_bf16_on_a_cpu_without_bf16_instructions_is_warned_about_once(monkeypatch, caplog, flags,
                                                                      warns):
-    from csbench import runtime
-    from csbench.models import pick_dtype
+    from csbench import compute
+    from csbench.compute import pick_dtype
 
-    monkeypatch.setattr(runtime, "cpu_flags", lambda path=runtime.CPUINFO: frozenset(flags))
-    monkeypatch.setattr(runtime, "_warned", set())
-    with caplog.at_level(logging.WARNING, logger="csbench.runtime"):
+    monkeypatch.setattr(compute, "cpu_flags", lambda path=compute.CPUINFO: frozenset(flags))
+    monkeypatch.setattr(compute, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="csbench.compute"):
         assert pick_dtype("bfloat16", "cpu") is torch.bfloat16  # still loads: a warning
         assert pick_dtype("bf16", "cpu") is torch.bfloat16
         assert pick_dtype("auto", "cpu") is torch.float32       # auto never asks for bf16 on CPU
@@ -77,20 +78,19 @@ def test_bf16_on_a_cpu_without_bf16_instructions_is_warned_about_once(monkeypatc
 
 
 def test_float16_needs_its_own_instructions(monkeypatch):
-    from csbench import runtime
+    from csbench import compute
 
-    monkeypatch.setattr(runtime, "cpu_flags", lambda path=runtime.CPUINFO: frozenset({"avx512_bf16"}))
-    monkeypatch.setattr(runtime, "_warned", set())
-    assert runtime.cpu_half_support("bfloat16") is True
-    assert runtime.cpu_half_support("float16") is False
-    assert runtime.cpu_half_support("float32") is True
-    assert runtime.check_cpu_dtype("float16", "cpu") is False
-    assert runtime.check_cpu_dtype("float32", "cpu") is True
+    monkeypatch.setattr(compute, "cpu_flags", lambda path=compute.CPUINFO: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(compute, "_warned", set())
+    assert compute.cpu_half_support("bfloat16") is True
+    assert compute.cpu_half_support("float16") is False
+    assert compute.cpu_half_support("float32") is True
+    assert compute.check_cpu_dtype("float16", "cpu") is False
+    assert compute.check_cpu_dtype("float32", "cpu") is True
 
 
 def test_compute_columns_resolve_the_settings_as_the_loaders_do():
-    from csbench.models import dtype_name
-    from csbench.models import compute_columns
+    from csbench.compute import compute_columns, dtype_name
 
 
     assert compute_columns("cpu", "auto") == {"compute_device": "cpu", "compute_dtype": "float32"}

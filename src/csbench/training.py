@@ -1,9 +1,7 @@
 """Pieces every fine-tuning loop in csbench shares (the QADS QA head, :mod:`csbench.qads.finetune`;
-causal LMs, :mod:`csbench.finetune`): the precision context, the learning-rate schedule, seeding
-and progress lines in the log.
+causal LMs, :mod:`csbench.finetune`): the learning-rate schedule, seeding and progress lines in
+the log (the precision context, :func:`csbench.compute.autocast`, is the device and dtype policy's).
 
-* :func:`autocast`: the context in which a float32 model computes in ``dtype`` (bf16 autocast, or
-  nothing for float32);
 * :func:`linear_schedule`: linear warm-up over the first ``warmup`` fraction of the optimizer
   steps, then linear decay to 0 (the schedule of the BERT/GPT-2 fine-tuning scripts);
 * :func:`seeded`: seed PyTorch's global RNG (dropout) and return a CPU generator for the data
@@ -12,28 +10,10 @@ and progress lines in the log.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 
 log = logging.getLogger(__name__)
-
-
-def autocast(device, dtype: str = "float32"):
-    """The context in which a float32 model computes in ``dtype``: ``torch.autocast`` for
-    ``bfloat16`` (matrix products in bf16 on the CPU's or GPU's bf16 units; weights, gradients,
-    optimizer state, reductions and losses such as cross-entropy stay float32), nothing for
-    ``float32``. The dtype name is resolved (and, on a CPU without bf16 matrix instructions, warned
-    about) by :func:`csbench.models.pick_dtype`."""
-    import torch
-
-    from .models import pick_dtype
-
-    device = torch.device(device)
-    dt = pick_dtype(dtype, str(device))
-    if dt == torch.float32:
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dt)
 
 
 def linear_schedule(optimizer, total_steps: int, warmup: float = 0.0):

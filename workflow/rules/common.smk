@@ -2,10 +2,10 @@
 import re
 
 import csbench.data
+import csbench.compute
 import csbench.datasets
-import csbench.runtime
 from csbench.fetch import mirror_file, wanted_files
-from csbench.lm.prompt import model_format
+from csbench.lm.route import lm_params
 from csbench.finetune import settings as finetune_settings
 from csbench.modelspec import check_config_models, without_prompt_keys
 
@@ -129,17 +129,11 @@ def pick(section, *keys):
 
 
 def lm_result(name, prompt=True):
-    """The ``lm`` settings a causal LM's outputs depend on: device and dtype for local weights,
-    none for a served model (its endpoint computes them), and with ``prompt`` its prompt format
-    (csbench.lm.prompt: lm.chat_template and lm.system_instruction or the model spec's; only
-    when it is not the default raw format, so runs made before it existed keep their params).
-    ``prompt=False`` for rules whose requests have empty contexts, which no format changes."""
-    spec = MODEL_SPECS.get(name)
-    served = spec is not None and spec.kind == "openai"
-    out = {} if served else pick(config["lm"], "device", "dtype")
-    if prompt:
-        out.update(model_format(config, name).params())
-    return out
+    """An LM rule's ``params.lm``: the settings its outputs depend on, built by the library call
+    its script computes with (csbench.lm.route: ``lm_params`` here, ``LMJob.of`` in the job), so
+    the rerun trigger is the computing value. ``prompt=False`` for rules whose requests have
+    empty contexts, which no format changes."""
+    return lm_params(config, name, prompt)
 
 
 def model_where(name):
@@ -193,7 +187,7 @@ def device_gpus(device):
     if device.startswith("cuda"):
         return 1
     if device == "auto":
-        return int(csbench.runtime.host_has_gpu())
+        return int(csbench.compute.host_has_gpu())
     return 0
 
 

@@ -1,6 +1,6 @@
 # QADS: SQuAD 2.0 questions rewritten with WordNet synonyms chosen by WSD, WSD evaluated on the
 # unified framework, extractive QA models scored with the official SQuAD 2.0 metric.
-import csbench.models
+import csbench.qads.route as _qdr
 import csbench.qads.verify as _qdv
 import csbench.qads.workflow as _qdw
 
@@ -175,8 +175,7 @@ rule qads_predict:
         na_probs=[f"{QADS}/predictions/{{model}}.{s}.na_prob.json" for s in QADS_SETS],
     params:
         # not `models` (which jobs exist), `batch_size` (inference speed) or `mem_mb` (a resource)
-        qa=pick(QD["qa"], "device", "dtype", "max_length", "stride", "max_answer_len",
-                "null_threshold"),
+        qa=_qdr.predict_params(QD["qa"]),  # what the job computes with (csbench.qads.route)
     log:
         "logs/qads/predict/{model}.log",
     benchmark:
@@ -248,8 +247,7 @@ rule qads_finetune_fold:
         ft_tag=QADS_FT_TAGS,
     params:
         ft=lambda wc: QADS_FT_ARMS[wc.ft_tag],
-        # training runs in fp32 on qa.device; held-out predictions use the span settings
-        qa=pick(QD["qa"], "device", "max_answer_len", "null_threshold"),
+        qa=_qdr.fold_params(QD["qa"]),  # what the job computes with (csbench.qads.route)
         questions=QD["questions"],
         dataset=QADS_READ,
         set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],

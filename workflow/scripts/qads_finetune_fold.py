@@ -5,9 +5,9 @@ import pandas as pd
 
 from csbench.io import write_json, write_tsv
 from csbench.logs import snakemake_logger
-from csbench.models import compute_columns
 from csbench.provenance import provenance_columns, stamp
 from csbench.qads.finetune import run_fold
+from csbench.qads.route import QAJob
 from csbench.qads.workflow import finetune_inputs
 
 log = snakemake_logger(snakemake)
@@ -18,14 +18,12 @@ if prov["random_model"]:
 sets = finetune_inputs(p.set_names, snakemake.input.sets, snakemake.input.squad, p.questions,
                        p.dataset)
 predictions = {}
-# qa.batch_size (the held-out prediction batch) is speed only: from the config, not a param
-qa = {**p.qa, "batch_size": snakemake.config["qads"]["qa"]["batch_size"]}
-rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, qa, predictions=predictions)
+# the job's route: params.qa and params.ft as computed with (qa.batch_size, speed only, from the
+# config); run_fold trains and predicts the float32 model on qa.device in ft.dtype (autocast)
+job = QAJob.of(snakemake)
+rows = run_fold(snakemake.input.model, sets, int(p.fold), p.ft, job.qa, predictions=predictions)
 for r in rows:
     log.info("%s", r)
-# where the weights came from, and what computed: run_fold trains and predicts the float32 model
-# on qads.qa.device in qads.finetune.dtype (bfloat16: under autocast, csbench.training.autocast)
-out = stamp(pd.DataFrame(rows), snakemake.input.model,
-            compute_columns(p.qa["device"], p.ft["dtype"]))
+out = stamp(pd.DataFrame(rows), snakemake.input.model, job.compute())
 write_json(predictions, snakemake.output.predictions)
 write_tsv(out, snakemake.output.scores)

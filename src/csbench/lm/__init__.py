@@ -19,9 +19,10 @@ no task constructs a backend itself::
                                                 #   batch_size, max_batch_size (local) and served
                                                 #   (endpoints), refresh_cache (True: read no cache
                                                 #   entry, recompute, store anew), chat_template
-                                                #   and system_instruction (the prompt format; a
-                                                #   model's: csbench.lm.prompt.model_lm(config,
-                                                #   name)); defaults in the config schema
+                                                #   and system_instruction (the prompt format);
+                                                #   defaults in the config schema. A workflow
+                                                #   job: csbench.lm.route.LMJob.of(snakemake),
+                                                #   its rule's params.lm over the section
                          cache_dir,             # job_lm_cache(snakemake) in a workflow job, or
                                                 #   lm_cache_dir(config) (f"{config['cache_dir']}/lm"):
                                                 #   per-item SQLite cache, one file per writing

@@ -25,8 +25,8 @@ def open_scorer(model_dir, lm: dict | None = None, cache_dir: str | Path | None 
     """The scorer of a model directory with the ``lm`` config section's settings (``device``,
     ``dtype``, ``batch_size``, ``max_batch_size``, ``served``, ``refresh_cache``: read no cache
     entry, recompute and store them anew; ``chat_template`` and ``system_instruction``: the
-    prompt format, :mod:`csbench.lm.prompt`; a model's own are
-    :func:`csbench.lm.prompt.model_lm`; keys left out take the schema's defaults); a served
+    prompt format, :mod:`csbench.lm.prompt`; a workflow job's are its rule's ``params.lm`` over
+    the section, :mod:`csbench.lm.route`; keys left out take the schema's defaults); a served
     model is checked for ``needs`` now. ``kw``: the local engine's options
     (:class:`csbench.lm.score.LMScorer`: ``max_length``, ``share_prefix``, ...)."""
     from .prompt import PromptFormat
@@ -57,32 +57,27 @@ def lm_settings(lm: dict | None) -> dict:
 
 
 def sample(model_dir, prompts, num_samples: int, lm: dict | None = None, cache_dir=None,
-           names=None, cut: list | None = None, **kw) -> list[list[str]]:
-    """Sampled completions (``num_samples`` per prompt) from a model directory: the local
-    sampler (:func:`csbench.lm.generate.sample_from_dir`, given ``kw`` as they are) or the served
-    model (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``; ``stop`` when it is a list of
-    strings, else a newline; cached per request). Prompts are texts or
+           names=None, cut: list | None = None, scorer=None, **kw) -> list[list[str]]:
+    """Sampled completions (``num_samples`` per prompt) from a model directory, through its
+    scorer (:func:`open_scorer`, or ``scorer`` when one is open already): the local one
+    samples with the model it loaded for scoring (:meth:`csbench.lm.score.LMScorer.sample`,
+    given ``kw`` as they are), the served one with its endpoint (``max_new_tokens``,
+    ``temperature``, ``top_p``, ``seed``; ``stop`` when it is a list of strings, else a newline;
+    cached per request in ``cache_dir``). Prompts are texts or
     :class:`~csbench.lm.prompt.Prompt`, rendered in the ``lm`` settings' prompt format (a served
     model without its tokenizer samples a chat format through its chat endpoint). ``names``: one
     name per prompt (e.g. ``question <id>``) for error messages, such as a prompt that does not
     fit the window. ``cut`` (a list) receives per prompt one bool per sample: whether
     ``max_new_tokens`` ended it, before any stop string and the end of sequence (served:
     ``finish_reason`` "length")."""
-    from .prompt import PromptFormat
-
-    lm = lm_settings(lm)
-    spec = served_spec(model_dir)
-    if spec is None:
-        from .generate import sample_from_dir
-
-        kw.setdefault("device", lm["device"])
-        kw.setdefault("dtype", lm["dtype"])
-        return sample_from_dir(model_dir, prompts, num_samples, names=names, cut=cut,
-                               prompt_format=PromptFormat.of(lm), **kw)
+    served = served_spec(model_dir) is not None
+    if scorer is None:  # a local sampler keeps no cache: samples are not scores
+        scorer = open_scorer(model_dir, lm, cache_dir if served else None, needs=("sampling",))
+    if not served:
+        return scorer.sample(prompts, num_samples, names=names, cut=cut, **kw)
     stop = kw.get("stop")
     if not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop)):
         stop = ("\n",)  # a pattern (the local sampler's) cannot be sent: cut at a newline
-    scorer = open_scorer(model_dir, lm, cache_dir, needs=("sampling",))
     return scorer.generate(prompts, max_new_tokens=kw.get("max_new_tokens", 16),
                            num_samples=num_samples, temperature=kw.get("temperature", 1.0),
                            top_p=kw.get("top_p", 1.0), seed=kw.get("seed", 0), stop=stop,

@@ -1,6 +1,7 @@
 """Sampling generation for baselines (ProtoQA): many nucleus-sampled completions per prompt.
 
-Models are loaded only through :func:`csbench.models.load_causal_lm`.
+Jobs sample through a scorer (:meth:`csbench.lm.score.LMScorer.sample`), which loads the model
+as it does for scoring (:func:`csbench.models.load.load_causal_lm`).
 
 :func:`sample_completions` is its own decoding loop with a KV cache: each sampled sequence
 stops at the end-of-sequence token or, with ``stop``, as soon as its decoded text contains a
@@ -746,17 +747,3 @@ def sample_completions(model, tokenizer, prompts, num_samples: int, *, max_new_t
     if stats is not None:
         stats.update(counts)
     return out
-
-
-def sample_from_dir(model_dir, prompts, num_samples: int, device: str = "auto",
-                    dtype: str = "auto", prompt_format=None, **kw) -> list[list[str]]:
-    """Load a causal LM from ``model_dir`` and sample (see :func:`sample_completions`); the
-    prompts (texts or :class:`~csbench.lm.prompt.Prompt`) are rendered in ``prompt_format``
-    (:class:`~csbench.lm.prompt.PromptFormat`; None: raw)."""
-    from ..models import load_causal_lm
-    from .prompt import Formatter
-
-    model, tokenizer = load_causal_lm(model_dir, device, dtype)
-    fmt = Formatter(prompt_format, tokenizer, str(model_dir))
-    return sample_completions(model, tokenizer, [fmt.text(p) for p in prompts], num_samples,
-                              **kw)

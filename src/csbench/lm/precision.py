@@ -1,8 +1,8 @@
-"""The local engine's numeric precision, in one place.
+"""The local engine's numerics for the dtype its model was loaded in.
 
-The model is loaded in the dtype the ``lm.dtype`` setting resolves to
-(:func:`csbench.models.load_causal_lm`); everything the engine does that depends on that dtype is
-here: the name that says what computed the scores (:meth:`Precision.compute`, the provenance
+Which dtype a setting means, and whether the CPU can compute in it, is the device and dtype
+policy's (:mod:`csbench.compute`, applied by :func:`csbench.models.load.load_causal_lm`); what the
+engine does that depends on the loaded dtype, read back from the weights, is here: the name that says what computed the scores (:meth:`Precision.compute`, the provenance
 columns), the part of the cache key that keeps scores of different dtypes apart, the output layer
 at the scored positions and the log-softmax (always fp32, whatever the model's dtype; sums in
 double on the host), the additive attention

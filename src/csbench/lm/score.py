@@ -13,6 +13,7 @@ it never happens): a :class:`~csbench.lm.base.RequestError` naming the request a
 before anything is scored."""
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 
@@ -48,7 +49,7 @@ class LMScorer(Scorer):
                  add_bos_token: bool | None = None, max_length: int | None = None,
                  share_prefix: bool = True, min_shared_prefix: int = 4,
                  min_common_prefix: int = 8, commit_every: int = 1024):
-        from ..models import load_causal_lm
+        from ..models.load import load_causal_lm
 
         self.model, self.tokenizer = load_causal_lm(model_dir, device, dtype)
         self.precision = Precision(self.model)
@@ -62,9 +63,14 @@ class LMScorer(Scorer):
         self.stats = dict(requests=0, unique=0, cached=0, cache_rejected=0, truncated=0,
                           rows=0, shared_groups=0, batches=0, forward_tokens=0, padded_tokens=0,
                           oom_backoffs=0, seconds=0.0)
-        self.engine = Engine(self.model, self.precision, self.encoder.pad_token_id, self.stats,
-                             self.max_length, batch_size, max_batch_size, share_prefix,
-                             min_shared_prefix, min_common_prefix)
+        self._engine_args = (batch_size, max_batch_size, share_prefix, min_shared_prefix,
+                             min_common_prefix)
+
+    @functools.cached_property
+    def engine(self) -> Engine:
+        """The scoring engine, built on first use (sampling, :meth:`sample`, needs none)."""
+        return Engine(self.model, self.precision, self.encoder.pad_token_id, self.stats,
+                      self.max_length, *self._engine_args)
 
     def encode(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         return self.encoder.encode(context, continuation)
@@ -146,21 +152,26 @@ class LMScorer(Scorer):
             if gc_was:
                 gc.enable()
 
+    def sample(self, prompts, num_samples: int, **kw) -> list[list[str]]:
+        """Sampled completions from this scorer's model, as loaded for scoring (one load path for
+        scores and samples): the prompts (texts or :class:`~csbench.lm.prompt.Prompt`) rendered
+        in the scorer's prompt format, then :func:`csbench.lm.generate.sample_completions` with
+        ``kw`` as given (``window``: the scorer's, unless given)."""
+        from .generate import sample_completions
+
+        kw.setdefault("window", self.max_length)
+        return sample_completions(self.model, self.tokenizer,
+                                  [self.formatter.text(p) for p in prompts], num_samples, **kw)
+
     def generate(self, prompts, max_new_tokens: int = 16, num_samples: int = 1,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  stop=("\n",), names=None, cut: list | None = None) -> list[list[str]]:
-        """Sample continuations with this scorer's model (the sampler of :mod:`csbench.lm.generate`);
-        each text is cut at the first stop string (sampling stops there too). Prompts are texts
-        or :class:`~csbench.lm.prompt.Prompt`, rendered in the scorer's prompt format. A prompt
-        whose tokens plus ``max_new_tokens`` exceed the window is refused (``names``: one name
-        per prompt for the message). ``cut`` (a list) receives per prompt one bool per sample:
-        whether ``max_new_tokens`` ended it."""
-        from .generate import sample_completions
-
-        prompts = [self.formatter.text(p) for p in prompts]
-        texts = sample_completions(self.model, self.tokenizer, prompts, num_samples,
-                                   max_new_tokens=max_new_tokens, temperature=temperature,
-                                   top_p=top_p, top_k=top_k, seed=seed,
-                                   stop=list(stop) if stop else None, names=names,
-                                   window=self.max_length, cut=cut)
+        """Sample continuations with this scorer's model (:meth:`sample`); each text is cut at
+        the first stop string (sampling stops there too). A prompt whose tokens plus
+        ``max_new_tokens`` exceed the window is refused (``names``: one name per prompt for the
+        message). ``cut`` (a list) receives per prompt one bool per sample: whether
+        ``max_new_tokens`` ended it."""
+        texts = self.sample(prompts, num_samples, max_new_tokens=max_new_tokens,
+                            temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
+                            stop=list(stop) if stop else None, names=names, cut=cut)
         return [cut_at_stop(samples, stop) for samples in texts]

@@ -231,7 +231,7 @@ def from_spec(spec: dict, lm: dict | None = None, cache_dir=None,
     fmt = PromptFormat.of(lm)
     tokenizer = None
     if fmt.chat and model_dir is not None and (Path(model_dir) / "tokenizer_config.json").is_file():
-        from ..models import load_tokenizer
+        from ..models.load import load_tokenizer
 
         tokenizer = load_tokenizer(model_dir)
     return ServedScorer(Endpoint.from_spec(spec), cache_dir=cache_dir,

@@ -16,7 +16,7 @@
   not wholly inside the window;
 * :func:`train` is a plain torch loop (AdamW, linear warm-up and decay, optional clipping) over
   length-grouped batches (:func:`length_grouped_batches`) cut to their longest window, in float32
-  or under bf16 autocast (``dtype``; :func:`csbench.training.autocast`; the schedule, seeding and
+  or under bf16 autocast (``dtype``; :func:`csbench.compute.autocast`; the schedule, seeding and
   progress lines are :mod:`csbench.training`'s, shared with causal-LM fine-tuning);
 * :func:`run_fold` fine-tunes a fresh copy of a model on the other folds, predicts the held-out
   fold with :func:`csbench.qads.qa.predict` and scores it with :mod:`csbench.qads.metric`, along
@@ -192,7 +192,8 @@ def train(model, feats: dict, epochs: int = 2, learning_rate: float = 3e-5, batc
     losses."""
     import torch
 
-    from ..training import Progress, autocast, linear_schedule, seeded
+    from ..compute import autocast
+    from ..training import Progress, linear_schedule, seeded
     from .qa import model_inputs
 
     device = next(model.parameters()).device
@@ -264,7 +265,7 @@ def run_fold(model_path, dataset, fold: int, ft: dict, qa: dict,
     import torch
 
     from ..config import default
-    from ..models import load_qa_model
+    from ..models.load import load_qa_model
 
     ft = {**default("qads.finetune"), **ft}
     mode = ft["questions"]

@@ -11,7 +11,7 @@ best threshold.
 Windows are batched by length (the windows of ``ENCODE_CHUNK`` questions sorted by token count)
 and each batch is cut to its longest window, instead of padding every window of a chunk to the
 chunk's longest: the same logits at every real token (up to float rounding) for ~1.4x fewer FLOPs
-on SQuAD. ``dtype: bfloat16`` runs a float32 model under :func:`csbench.training.autocast`.
+on SQuAD. ``dtype: bfloat16`` runs a float32 model under :func:`csbench.compute.autocast`.
 """
 from __future__ import annotations
 
@@ -66,10 +66,10 @@ def predict(model, tokenizer, questions: list[str], contexts: list[str], max_len
             stride: int = 128, batch_size: int = 32, max_answer_len: int = 30, n_best: int = 20,
             null_threshold: float = 0.0, dtype: str = "float32"):
     """Return ``(answers, na_scores)`` lists aligned with ``questions``; ``dtype`` is the compute
-    dtype of a float32 model (:func:`csbench.training.autocast`)."""
+    dtype of a float32 model (:func:`csbench.compute.autocast`)."""
     import torch
 
-    from ..training import autocast
+    from ..compute import autocast
 
     device = next(model.parameters()).device
     n = len(questions)
