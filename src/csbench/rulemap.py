@@ -1,7 +1,8 @@
 """The map rule -> script -> library module of the workflow, read from its files.
 
 ``python -m csbench.rulemap`` prints it as a Markdown table; docs/ARCHITECTURE.md holds it between
-``<!-- rulemap:start -->`` and ``<!-- rulemap:end -->`` (a test keeps it current). Each rule of
+``<!-- rulemap:start -->`` and ``<!-- rulemap:end -->`` (a test keeps it current;
+``python -m csbench.rulemap --write`` rewrites that block). Each rule of
 the Snakefile and ``workflow/rules/*.smk`` in order, its ``script:`` and the ``csbench`` modules that
 script imports, leaving out the plumbing every script uses (``PLUMBING``). Read as text: nothing
 of the workflow is run, so the map does not depend on a config.
@@ -16,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 SRC = Path(__file__).resolve().parents[1]
 # logging, atomic writers, provenance stamps: every job uses them, whatever it computes
 PLUMBING = ("csbench.logs", "csbench.io", "csbench.provenance")
+START, END = "<!-- rulemap:start -->\n", "\n<!-- rulemap:end -->"  # the block in ARCHITECTURE.md
 
 _RULE = re.compile(r"^\s*(?:rule|checkpoint)(?:\s+(\w+))?\s*:", re.M)
 _NAME = re.compile(r"^\s*name\s*:\s*\n?\s*f?[\"']([^\"']+)[\"']", re.M)
@@ -78,5 +80,17 @@ def rulemap_table(repo: Path = REPO) -> str:
     return "\n".join(rows)
 
 
+def write_doc(doc: Path = REPO / "docs" / "ARCHITECTURE.md") -> None:
+    """Replace the map between the markers of ``doc`` with the current one."""
+    head, rest = doc.read_text().split(START, 1)
+    tail = rest.split(END, 1)[1]
+    doc.write_text(f"{head}{START}{rulemap_table()}{END}{tail}")
+
+
 if __name__ == "__main__":
-    print(rulemap_table())
+    import sys
+
+    if sys.argv[1:] == ["--write"]:
+        write_doc()
+    else:
+        print(rulemap_table())
