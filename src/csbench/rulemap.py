@@ -13,6 +13,8 @@ import ast
 import re
 from pathlib import Path
 
+from csbench.io import atomic_open
+
 REPO = Path(__file__).resolve().parents[2]
 SRC = Path(__file__).resolve().parents[1]
 # logging, atomic writers, provenance stamps: every job uses them, whatever it computes
@@ -84,7 +86,9 @@ def write_doc(doc: Path = REPO / "docs" / "ARCHITECTURE.md") -> None:
     """Replace the map between the markers of ``doc`` with the current one."""
     head, rest = doc.read_text().split(START, 1)
     tail = rest.split(END, 1)[1]
-    doc.write_text(f"{head}{START}{rulemap_table()}{END}{tail}")
+    table = rulemap_table()
+    with atomic_open(doc) as fh:
+        fh.write(f"{head}{START}{table}{END}{tail}")
 
 
 if __name__ == "__main__":
