@@ -16,7 +16,6 @@ from pathlib import Path
 from csbench.io import atomic_open
 
 REPO = Path(__file__).resolve().parents[2]
-SRC = Path(__file__).resolve().parents[1]
 # logging, atomic writers, provenance stamps: every job uses them, whatever it computes
 PLUMBING = ("csbench.logs", "csbench.io", "csbench.provenance")
 START, END = "<!-- rulemap:start -->\n", "\n<!-- rulemap:end -->"  # the block in ARCHITECTURE.md
@@ -26,24 +25,26 @@ _NAME = re.compile(r"^\s*name\s*:\s*\n?\s*f?[\"']([^\"']+)[\"']", re.M)
 _SCRIPT = re.compile(r"^\s*script\s*:\s*\n?\s*[\"']([^\"']+)[\"']", re.M)
 
 
-def _module(parts: list[str]) -> str:
-    """The longest prefix of ``parts`` (``csbench`` first) that is a module or package of the library."""
+def _module(parts: list[str], src: Path) -> str:
+    """The longest prefix of ``parts`` (``csbench`` first) that is a module or package of the
+    library under ``src``."""
     for n in range(len(parts), 1, -1):
-        path = SRC.joinpath(*parts[:n])
+        path = src.joinpath(*parts[:n])
         if path.with_suffix(".py").exists() or (path / "__init__.py").exists():
             return ".".join(parts[:n])
     return "csbench"
 
 
-def script_modules(script: Path) -> list[str]:
+def script_modules(script: Path, src: Path = REPO / "src") -> list[str]:
     """The ``csbench`` modules ``script`` imports (``from csbench.a import b`` names ``csbench.a.b``
     where ``b`` is a module, else ``csbench.a``), plumbing left out, in first-import order."""
     found: list[str] = []
     for node in ast.walk(ast.parse(script.read_text(), str(script))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "csbench":
-            names = [_module(node.module.split(".") + [a.name]) for a in node.names]
+            names = [_module(node.module.split(".") + [a.name], src) for a in node.names]
         elif isinstance(node, ast.Import):
-            names = [_module(a.name.split(".")) for a in node.names if a.name.split(".")[0] == "csbench"]
+            names = [_module(a.name.split("."), src) for a in node.names
+                     if a.name.split(".")[0] == "csbench"]
         else:
             continue
         found += [m for m in dict.fromkeys(names) if m not in found and m not in PLUMBING]
@@ -68,7 +69,8 @@ def rules(repo: Path = REPO) -> list[tuple[str, str | None, list[str]]]:
                 out.append((name, None, []))
                 continue
             file = (path.parent / script.group(1)).resolve()
-            out.append((name, file.relative_to(repo.resolve()).as_posix(), script_modules(file)))
+            out.append((name, file.relative_to(repo.resolve()).as_posix(),
+                        script_modules(file, repo / "src")))
     return out
 
 
