@@ -81,11 +81,11 @@ def test_nested_defaults_inside_task_sections_are_filled(repo, base):
         assert cfg[section], f"{section}: defaults not filled"
 
 
-def test_architecture_doc_lists_every_key_and_its_dependent_rules(repo):
-    """docs/ARCHITECTURE.md's table is `python -m csbench.config --reruns` (the schema's x-reruns)."""
+def test_reruns_doc_lists_every_key_and_its_dependent_rules(repo):
+    """docs/reruns.md's table is `python -m csbench.config --reruns` (the schema's x-reruns)."""
     from csbench.config import reruns_table
 
-    doc = (repo / "docs/ARCHITECTURE.md").read_text()
+    doc = (repo / "docs/reruns.md").read_text()
     table = doc.split("<!-- reruns:start -->\n", 1)[1].split("\n<!-- reruns:end -->", 1)[0]
     assert table == reruns_table(), "regenerate it: python -m csbench.config --reruns"
 

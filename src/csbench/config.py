@@ -299,7 +299,7 @@ def schema_leaves(schema_path: str | Path = SCHEMA) -> dict[str, dict]:
 
 def reruns_table(schema_path: str | Path = SCHEMA) -> str:
     """Markdown table of every config key and the rules whose outputs depend on it (the
-    schema's ``x-reruns``; docs/ARCHITECTURE.md holds it)."""
+    schema's ``x-reruns``; docs/reruns.md holds it)."""
     rows = ["| key | rules whose output depends on it |", "|---|---|"]
     for key, node in schema_leaves(schema_path).items():
         rules = node.get("x-reruns")
