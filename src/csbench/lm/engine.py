@@ -11,7 +11,7 @@ import logging
 from .batching import Batcher
 from .forward import Forward
 from .kvshare import SharedKV
-from .plan import GROUP_ORDER, build_rows, group_prefixes
+from .plan import GROUP_ORDER, build_rows, group_prefixes, trie_groups
 from .tree import TreeAttention
 
 log = logging.getLogger(__name__)
@@ -57,9 +57,12 @@ class Engine:
     def _score_rows(self, enc) -> list[tuple[float, int]]:
         rows = build_rows(enc, self.max_length)
         self.stats["rows"] += len(rows)
+        # Per-token statistics score every token, the shared prefix's too: such groups run only
+        # as tries (tree attention), never on the KV-cache path.
+        in_prefix = self.forward.per_token and self.tree.enabled
         if self.sharing():
-            groups, singles = group_prefixes(rows, self.min_shared_prefix,
-                                             max_group=self.batcher.size())
+            group = trie_groups if in_prefix else group_prefixes
+            groups, singles = group(rows, self.min_shared_prefix, max_group=self.batcher.size())
         else:
             groups, singles = [], rows
         out: list[tuple[float, int] | None] = [None] * len(enc)
@@ -79,8 +82,10 @@ class Engine:
             [r for _, g in x for r in g], lambda y: self.run_rows(y, out),
             weight=b.row_weight, count=lambda r: 1)
         try:
-            b.run(groups, lambda x: self.tree.run(min(p for p, _ in x), [g for _, g in x], out),
-                  weight=(lambda g: 1) if tree else (lambda g: len(g[1])), fallback=unshared)
+            b.run(groups, lambda x: self.tree.run(
+                min(p for p, _ in x), [g for _, g in x], out,
+                unshared=(lambda _: unshared(x)) if in_prefix else None),
+                weight=(lambda g: 1) if tree else (lambda g: len(g[1])), fallback=unshared)
         except UNSUPPORTED as exc:
             # A model whose cache cannot be reused this way: score those rows unshared.
             log.warning("prefix sharing unsupported by this model (%s); disabled", exc)
