@@ -267,6 +267,21 @@ def twin_texts():
     return [c + w for c, w in TWINS]
 
 
+def test_token_stats_share_prefixes_on_the_kv_path(tiny_lm_dir):
+    """A model without tree attention: per-token statistics of prefix groups through the KV
+    cache, the prefix's positions read from its own pass, with the numbers of unshared rows."""
+    texts = twin_texts()
+    ref = local(tiny_lm_dir, share_prefix=False).token_stats(texts)
+    s = local(tiny_lm_dir)
+    s.engine.tree.enabled = False
+    got = s.token_stats(texts)
+    assert s.stats["shared_groups"] >= 1
+    for a, b in zip(got, ref):
+        assert a.n == b.n
+        for name in ("lp", "mu", "sigma"):
+            assert np.allclose(getattr(a, name), getattr(b, name), atol=1e-5, rtol=0), name
+
+
 @pytest.mark.parametrize("broken", [False, True])
 def test_token_stats_share_prefixes_as_tries(tiny_lm_dir, broken):
     """Per-token statistics score every token, the shared prefix's too: twins run as tries

@@ -57,12 +57,18 @@ class Engine:
     def _score_rows(self, enc) -> list[tuple[float, int]]:
         rows = build_rows(enc, self.max_length)
         self.stats["rows"] += len(rows)
-        # Per-token statistics score every token, the shared prefix's too: such groups run only
-        # as tries (tree attention), never on the KV-cache path.
-        in_prefix = self.forward.per_token and self.tree.enabled
-        if self.sharing():
-            group = trie_groups if in_prefix else group_prefixes
-            groups, singles = group(rows, self.min_shared_prefix, max_group=self.batcher.size())
+        # Per-token statistics score every token, the shared prefix's too: tries (tree
+        # attention) where the model has them, else prefix groups whose prefix positions the
+        # KV-cache path scores from the prefix's own pass.
+        per_token = self.forward.per_token
+        in_prefix = per_token and self.tree.enabled
+        if self.sharing() and in_prefix:
+            groups, singles = trie_groups(rows, self.min_shared_prefix,
+                                          max_group=self.batcher.size())
+        elif self.sharing():
+            groups, singles = group_prefixes(rows, self.min_shared_prefix,
+                                             max_group=self.batcher.size(),
+                                             scored_prefix=per_token)
         else:
             groups, singles = [], rows
         out: list[tuple[float, int] | None] = [None] * len(enc)

@@ -134,18 +134,23 @@ def lcp(a: list[int], b: list[int]) -> int:
     return i
 
 
-def group_prefixes(rows: list[Row], min_prefix: int, max_group: int = 1 << 30):
+def group_prefixes(rows: list[Row], min_prefix: int, max_group: int = 1 << 30,
+                   scored_prefix: bool = False):
     """Split rows into groups that share a token prefix (``[(prefix_len, rows)]``) and singles.
 
     Rows are visited in token order; a row joins the current group while the common prefix,
     capped at every member's first scored position, stays >= ``min_prefix`` tokens and >= 3/4
-    of the group's current prefix, and the group has fewer than ``max_group`` rows."""
+    of the group's current prefix, and the group has fewer than ``max_group`` rows.
+    ``scored_prefix`` (per-token statistics, whose every position is scored): the prefix may
+    hold scored positions, capped only so that every row keeps one token after it."""
     groups, singles = [], []
     if not rows:
         return groups, singles
     order = sorted(rows, key=lambda r: r.tokens)
 
     def first_needed(r):
+        if scored_prefix:
+            return len(r.tokens) - 1
         return min(start for _, start, _ in r.members)
 
     def flush(cur, plen):
