@@ -16,7 +16,9 @@ TEXTS = ["Sarah was a better surgeon than Maria so Maria always got the harder c
          "The trophy doesn't fit into the brown suitcase because the trophy is too large.",
          "x",
          "A much longer text, with punctuation; digits 12345 and a few rarer words: "
-         "quixotic, zephyr, and so on, to make the tokens many."]
+         "quixotic, zephyr, and so on, to make the tokens many.",
+         # twins: scored as one trie, the shared prefix's positions once
+         "The trophy doesn't fit into the brown suitcase because the suitcase is too small."]
 
 
 def reference(model_dir, texts, k: float) -> list[dict]:
@@ -65,6 +67,7 @@ def test_signals_match_a_plain_forward_pass(fixture, k, request, tmp_path):
     df = texts_frame(TEXTS + TEXTS[:1])  # a duplicate text: scored once
     got = signals_table(df, scorer, k)
     assert list(got.columns) == COLUMNS and scorer.stats["unique"] == len(TEXTS)
+    assert scorer.stats["shared_groups"] >= 1
     for text, row, ref in zip(df["text"], got.itertuples(), reference(model_dir, df["text"], k)):
         assert row.n_tokens == ref["n_tokens"]
         for s in ("loss", "zlib", "mink", "minkpp"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -260,6 +261,84 @@ def test_tree_attention_disabled_when_the_model_disagrees(tiny_lm_dir):
     got = s.loglikelihood(TWINS)
     assert s.engine.tree.checked and not s.engine.tree.enabled and s.stats["shared_groups"] >= 1
     assert all(abs(a[0] - b[0]) <= 1e-5 and a[1] == b[1] for a, b in zip(got, ref))
+
+
+def twin_texts():
+    return [c + w for c, w in TWINS]
+
+
+def test_token_stats_share_prefixes_on_the_kv_path(tiny_lm_dir):
+    """A model without tree attention: per-token statistics of prefix groups through the KV
+    cache, the prefix's positions read from its own pass, with the numbers of unshared rows."""
+    texts = twin_texts()
+    ref = local(tiny_lm_dir, share_prefix=False).token_stats(texts)
+    s = local(tiny_lm_dir)
+    s.engine.tree.enabled = False
+    got = s.token_stats(texts)
+    assert s.stats["shared_groups"] >= 1
+    for a, b in zip(got, ref):
+        assert a.n == b.n
+        for name in ("lp", "mu", "sigma"):
+            assert np.allclose(getattr(a, name), getattr(b, name), atol=1e-5, rtol=0), name
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_token_stats_share_prefixes_as_tries(tiny_lm_dir, broken):
+    """Per-token statistics score every token, the shared prefix's too: twins run as tries
+    (each shared position through the output layer once) with the numbers of unshared rows; a
+    model whose tree attention fails its check runs those groups as plain rows, never on the
+    KV-cache path (which scores only after its prefix)."""
+    texts = twin_texts()
+    ref = local(tiny_lm_dir, share_prefix=False).token_stats(texts)
+    s = local(tiny_lm_dir)
+    if broken:
+        real = s.engine.tree.forward_tries
+        s.engine.tree.forward_tries = lambda g, **kw: (lambda h, *r: (h + 1.0, *r))(
+            *real(g, **kw))
+
+        def no_kv(*a, **kw):
+            raise AssertionError("the KV-cache path scores only after its prefix")
+
+        s.engine.kv.run = no_kv
+    got = s.token_stats(texts)
+    assert s.stats["shared_groups"] >= 1 if not broken else not s.engine.tree.enabled
+    for a, b in zip(got, ref):
+        assert a.n == b.n
+        for name in ("lp", "mu", "sigma"):
+            assert np.allclose(getattr(a, name), getattr(b, name), atol=1e-5, rtol=0), name
+
+
+def test_trie_groups_join_rows_sharing_a_prefix_with_the_previous_one():
+    from csbench.lm.plan import Row, trie_groups
+
+    rows = [Row(t, [(i, 0, t)]) for i, t in enumerate(
+        [[1, 2, 3, 4, 5], [1, 2, 3, 4, 6], [1, 2, 3, 9], [1, 2, 3, 4, 5, 7], [8, 8]])]
+    groups, singles = trie_groups(rows, 4)
+    assert [[r.tokens for r in g] for _, g in groups] == [[[1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 7],
+                                                           [1, 2, 3, 4, 6]]]
+    assert sorted(r.tokens for r in singles) == [[1, 2, 3, 9], [8, 8]]
+    groups, singles = trie_groups(rows, 4, max_group=2)
+    assert [len(g) for _, g in groups] == [2] and len(singles) == 3
+
+
+def test_vocab_stats_equal_the_masked_formula():
+    """In place and unmasked, the same numbers as sum p log p and sum p (log p - mu)^2 with
+    0 log 0 = 0; a row with an impossible token (-inf) too."""
+    from csbench.lm.forward import vocab_stats
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(5, 300, generator=g) * 4
+    logits[2, :7] = float("-inf")
+    logp = torch.log_softmax(logits, -1)
+    p = logp.exp()
+    live = p > 0
+    mu = torch.where(live, p * logp, torch.zeros_like(p)).sum(-1)
+    dev = torch.where(live, logp - mu[:, None], torch.zeros_like(p))
+    sigma = (p * dev * dev).sum(-1).sqrt()
+    for rows in ([0, 1, 3, 4], [0, 1, 2, 3, 4]):
+        got_mu, got_sigma = vocab_stats(logp[rows].clone())
+        assert torch.allclose(got_mu, mu[rows], atol=1e-6) and torch.isfinite(got_mu).all()
+        assert torch.allclose(got_sigma, sigma[rows], atol=1e-6)
 
 
 def test_half_precision_checks_scale_with_the_hidden_states():

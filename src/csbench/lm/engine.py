@@ -11,7 +11,7 @@ import logging
 from .batching import Batcher
 from .forward import Forward
 from .kvshare import SharedKV
-from .plan import GROUP_ORDER, build_rows, group_prefixes
+from .plan import GROUP_ORDER, build_rows, group_prefixes, trie_groups
 from .tree import TreeAttention
 
 log = logging.getLogger(__name__)
@@ -57,9 +57,18 @@ class Engine:
     def _score_rows(self, enc) -> list[tuple[float, int]]:
         rows = build_rows(enc, self.max_length)
         self.stats["rows"] += len(rows)
-        if self.sharing():
+        # Per-token statistics score every token, the shared prefix's too: tries (tree
+        # attention) where the model has them, else prefix groups whose prefix positions the
+        # KV-cache path scores from the prefix's own pass.
+        per_token = self.forward.per_token
+        in_prefix = per_token and self.tree.enabled
+        if self.sharing() and in_prefix:
+            groups, singles = trie_groups(rows, self.min_shared_prefix,
+                                          max_group=self.batcher.size())
+        elif self.sharing():
             groups, singles = group_prefixes(rows, self.min_shared_prefix,
-                                             max_group=self.batcher.size())
+                                             max_group=self.batcher.size(),
+                                             scored_prefix=per_token)
         else:
             groups, singles = [], rows
         out: list[tuple[float, int] | None] = [None] * len(enc)
@@ -79,8 +88,10 @@ class Engine:
             [r for _, g in x for r in g], lambda y: self.run_rows(y, out),
             weight=b.row_weight, count=lambda r: 1)
         try:
-            b.run(groups, lambda x: self.tree.run(min(p for p, _ in x), [g for _, g in x], out),
-                  weight=(lambda g: 1) if tree else (lambda g: len(g[1])), fallback=unshared)
+            b.run(groups, lambda x: self.tree.run(
+                min(p for p, _ in x), [g for _, g in x], out,
+                unshared=(lambda _: unshared(x)) if in_prefix else None),
+                weight=(lambda g: 1) if tree else (lambda g: len(g[1])), fallback=unshared)
         except UNSUPPORTED as exc:
             # A model whose cache cannot be reused this way: score those rows unshared.
             log.warning("prefix sharing unsupported by this model (%s); disabled", exc)

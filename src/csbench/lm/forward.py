@@ -128,9 +128,9 @@ class Forward:
                     ti.extend(hp[start:start + n])
                 tgt.extend(targets)
                 owner.extend([(u, n)] * n)
-        picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
         if self.per_token:
-            return self._per_token(picked, tgt, owner, out)
+            return self._per_token(hidden, bi, ti, tgt, owner, out)
+        picked = hidden[torch.tensor(bi, device=self.device), torch.tensor(ti, device=self.device)]
         logits = self.project(picked) if self.partial_logits else picked
         logp = self.precision.log_softmax(logits)
         tok_lp = logp.gather(1, torch.tensor(tgt, device=self.device)[:, None])[:, 0].cpu().double()
@@ -142,42 +142,76 @@ class Forward:
         for u, v in sums.items():
             out[u] = (float(v), counts[u])
 
-    def _per_token(self, picked, tgt, owner, out) -> None:
+    def _per_token(self, hidden, bi, ti, tgt, owner, out) -> None:
         """Each request's :class:`~csbench.lm.tokenstats.TokenStats` from the fp32 log-softmax
-        at its positions (in order): the target's log-prob and, over the whole vocabulary,
-        ``mu = sum p log p`` and ``sigma = sqrt(sum p (log p)^2 - mu^2)`` (0 log 0 = 0), in
-        fp32; in
-        chunks of positions, so a large vocabulary never holds a batch's full distributions."""
+        at its positions (``hidden[bi[j], ti[j]]``, in order): the target's log-prob and, over
+        the whole vocabulary, ``mu = sum p log p`` and ``sigma = sqrt(sum p (log p - mu)^2)``
+        (0 log 0 = 0), in fp32. A position several requests share (a trie's shared prefix) runs
+        through the output layer once. The output layer runs on chunks of positions (~64 MB of
+        logits: its weights are read once per chunk); the statistics on slices of a chunk small
+        enough to stay in the CPU's cache (~2 MB), in place (:func:`vocab_stats`)."""
         import torch
 
         from .tokenstats import TokenStats
 
+        width = max(ti) + 1
+        key = torch.tensor(bi, dtype=torch.long) * width + torch.tensor(ti, dtype=torch.long)
+        uniq, inv = torch.unique(key, sorted=True, return_inverse=True)
+        picked = hidden[(uniq // width).to(self.device), (uniq % width).to(self.device)]
+        # the requests' targets grouped by their position's index in ``uniq``
+        order = torch.argsort(inv, stable=True)
+        inv_sorted = inv[order]
+        tg = torch.tensor(tgt, dtype=torch.long)
+        lps = torch.empty(len(tgt), dtype=torch.float32)
         vocab = self.head.weight.shape[0] if self.partial_logits else picked.shape[-1]
-        step = max(1, (1 << 24) // max(1, vocab))  # ~64 MB of fp32 per array
-        tg = torch.tensor(tgt, device=self.device)
-        lps, mus, sigmas = [], [], []
+        step = max(1, (1 << 24) // max(1, vocab))
+        small = max(1, (1 << 19) // max(1, vocab))
+        mus, sigmas = [], []
         for a in range(0, picked.shape[0], step):
             h = picked[a:a + step]
-            logp = self.precision.log_softmax(self.project(h) if self.partial_logits else h)
-            lps.append(logp.gather(1, tg[a:a + step, None])[:, 0])
-            p = logp.exp()
-            plogp = torch.where(p > 0, p * logp, torch.zeros_like(logp))
-            mu = plogp.sum(-1)
-            # sum p (log p - mu)^2: the same variance as sum p (log p)^2 - mu^2 without its
-            # cancellation in fp32 (a flat distribution has mu^2 far above the variance)
-            dev = torch.where(p > 0, logp - mu[:, None], torch.zeros_like(logp))
-            mus.append(mu)
-            sigmas.append((p * dev * dev).sum(-1).sqrt())
+            logits = self.project(h) if self.partial_logits else h
+            end = a + logits.shape[0]
+            for s in range(a, end, small):
+                e = min(s + small, end)
+                logp = self.precision.log_softmax(logits[s - a:e - a])
+                lo, hi = torch.searchsorted(inv_sorted, torch.tensor([s, e])).tolist()
+                js = order[lo:hi]
+                lps[js] = logp[(inv[js] - s).to(self.device), tg[js].to(self.device)].float().cpu()
+                mu, sigma = vocab_stats(logp)
+                mus.append(mu)
+                sigmas.append(sigma)
+        mu_all = torch.cat(mus).cpu()[inv]
+        sigma_all = torch.cat(sigmas).cpu()[inv]
         per: dict[int, TokenStats] = {}
-        for (u, _), lp, m, sd in zip(owner, torch.cat(lps).cpu().double().tolist(),
-                                     torch.cat(mus).cpu().double().tolist(),
-                                     torch.cat(sigmas).cpu().double().tolist()):
+        for (u, _), lp, m, sd in zip(owner, lps.double().tolist(), mu_all.double().tolist(),
+                                     sigma_all.double().tolist()):
             st = per.setdefault(u, TokenStats([], [], []))
             st.lp.append(min(lp, 0.0))
             st.mu.append(min(m, 0.0))
             st.sigma.append(sd)
         for u, st in per.items():
             out[u] = st
+
+
+def vocab_stats(logp):
+    """Per row of fp32 log-probabilities ``[n, V]``: ``mu = sum p log p`` and
+    ``sigma = sqrt(sum p (log p - mu)^2)`` (the variance without the cancellation of
+    ``sum p (log p)^2 - mu^2`` in fp32, which a flat distribution has), 0 log 0 = 0.
+    Overwrites ``logp``. Finite log-probs: products and sums in place, no masks (a zero p
+    times a finite log p is 0); a row with a ``-inf`` log-prob (a masked token) takes the
+    masked formula, with the same values elsewhere."""
+    import torch
+
+    p = logp.exp()
+    mu = (p * logp).sum(-1)
+    if not bool(torch.isfinite(mu).all()):
+        # 0 * -inf: mask the impossible tokens (the slow path, only here)
+        live = p > 0
+        mu = torch.where(live, p * logp, torch.zeros_like(logp)).sum(-1)
+        dev = torch.where(live, logp - mu[:, None], torch.zeros_like(logp))
+        return mu, (p * dev * dev).sum(-1).sqrt()
+    logp.sub_(mu[:, None])
+    return mu, p.mul_(logp).mul_(logp).sum(-1).sqrt()
 
 
 def _fuse_activations(model) -> None:

@@ -39,14 +39,25 @@ class SharedKV:
 
         f = self.forward
         prefix = torch.tensor([g[0].tokens[:plen] for g in groups], dtype=torch.long)
-        cache = f.body(prefix.to(f.device), use_cache=True).past_key_values
+        pre = f.body(prefix.to(f.device), use_cache=True)
+        cache = pre.past_key_values
         members = [r for g in groups for r in g]
         owner = [gi for gi, g in enumerate(groups) for _ in g]
         cache.batch_select_indices(torch.tensor(owner, device=f.device))
         ids = padded([r.tokens[plen:] for r in members], f.pad_token_id)
         hidden = f.body(ids.to(f.device), past_key_values=cache, use_cache=True).last_hidden_state
         del cache
-        f.accumulate(hidden, members, plen, out)
+        if f.per_token:
+            # every position scored, the prefix's too: read them from the prefix's pass (one
+            # per group), the rest from the member's suffix, all as rows of one flat sequence
+            H, S, G = hidden.shape[-1], hidden.shape[1], len(groups)
+            flat = torch.cat([pre.last_hidden_state.reshape(-1, H), hidden.reshape(-1, H)])[None]
+            posmap = [(0, [owner[i] * plen + p for p in range(plen)]
+                       + [G * plen + i * S + j for j in range(len(r.tokens) - plen)])
+                      for i, r in enumerate(members)]
+            f.accumulate(flat, members, 0, out, posmap=posmap)
+        else:
+            f.accumulate(hidden, members, plen, out)
         f.stats["batches"] += 1
         f.stats["shared_groups"] += len(groups)
         f.stats["forward_tokens"] += plen * len(groups) + sum(len(r.tokens) - plen

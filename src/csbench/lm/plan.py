@@ -8,7 +8,8 @@ ordered before any model or server sees them.
   :func:`truncated_tokens`: the model's window and the harness's left truncation to it.
 * Local backend (token level): :func:`build_rows` packs requests into model rows (single-token
   continuations sharing a context share a row), :func:`group_prefixes` groups rows that share a
-  token prefix (scored once, as a trie), :data:`GROUP_ORDER` orders groups.
+  token prefix (scored once, as a trie), :data:`GROUP_ORDER` orders groups; :func:`trie_groups`
+  groups rows whose shared prefix holds scored positions too (per-token statistics).
 * Served backend (text level): :func:`text_order` sends requests in prompt order, so requests
   sharing a prefix (the options of one item, few-shot prompts) follow each other and the server's
   prompt cache reuses the shared part.
@@ -133,18 +134,23 @@ def lcp(a: list[int], b: list[int]) -> int:
     return i
 
 
-def group_prefixes(rows: list[Row], min_prefix: int, max_group: int = 1 << 30):
+def group_prefixes(rows: list[Row], min_prefix: int, max_group: int = 1 << 30,
+                   scored_prefix: bool = False):
     """Split rows into groups that share a token prefix (``[(prefix_len, rows)]``) and singles.
 
     Rows are visited in token order; a row joins the current group while the common prefix,
     capped at every member's first scored position, stays >= ``min_prefix`` tokens and >= 3/4
-    of the group's current prefix, and the group has fewer than ``max_group`` rows."""
+    of the group's current prefix, and the group has fewer than ``max_group`` rows.
+    ``scored_prefix`` (per-token statistics, whose every position is scored): the prefix may
+    hold scored positions, capped only so that every row keeps one token after it."""
     groups, singles = [], []
     if not rows:
         return groups, singles
     order = sorted(rows, key=lambda r: r.tokens)
 
     def first_needed(r):
+        if scored_prefix:
+            return len(r.tokens) - 1
         return min(start for _, start, _ in r.members)
 
     def flush(cur, plen):
@@ -163,6 +169,32 @@ def group_prefixes(rows: list[Row], min_prefix: int, max_group: int = 1 << 30):
             flush(cur, plen)
             cur, plen = [r], first_needed(r)
     flush(cur, plen)
+    return groups, singles
+
+
+def trie_groups(rows: list[Row], min_prefix: int, max_group: int = 1 << 30):
+    """Groups of rows for tree attention when scored positions may lie inside the shared prefix
+    (per-token statistics score every token): rows in token order, each joining the current
+    group while it shares >= ``min_prefix`` tokens with the previous row and the group has fewer
+    than ``max_group`` rows. ``[(0, rows)]`` and singles (as :func:`group_prefixes`; a trie
+    scores every node in place, so no prefix length applies, and the KV-cache path, which scores
+    only after its prefix, must not run these groups)."""
+    groups, singles = [], []
+    cur: list[Row] = []
+
+    def flush():
+        if len(cur) > 1:
+            groups.append((0, list(cur)))
+        elif cur:
+            singles.append(cur[0])
+
+    for r in sorted(rows, key=lambda r: r.tokens):
+        if cur and len(cur) < max_group and lcp(cur[-1].tokens, r.tokens) >= min_prefix:
+            cur.append(r)
+            continue
+        flush()
+        cur = [r]
+    flush()
     return groups, singles
 
 

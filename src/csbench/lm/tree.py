@@ -36,13 +36,16 @@ class TreeAttention:
         self.checked = False
         self._tries: dict = {}
 
-    def run(self, plen: int, groups, out) -> None:
+    def run(self, plen: int, groups, out, unshared=None) -> None:
         """Groups of rows sharing token prefixes in one forward pass, one sequence per group;
-        the KV-cache path when tree attention is off for this model."""
+        when tree attention is off for this model, ``unshared(groups)`` (groups with scored
+        positions inside their prefix), else the KV-cache path."""
         if self.enabled and not self.checked:
             self.checked = True
             self.enabled = self.agrees(groups[0])
         if not self.enabled:
+            if unshared is not None:
+                return unshared(groups)
             return self.kv.run(plen, groups, out)
         f = self.forward
         hidden, members, posmap, tries = self.forward_tries(groups, scored=True)
