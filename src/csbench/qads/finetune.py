@@ -366,6 +366,23 @@ def pooled(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[di
     return rows
 
 
+def pooled_items(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
+    """Each question's scores behind the ``pooled`` rows (:func:`pooled`): per (split, set) and
+    held-out question, ``split``, ``questions``, ``id``, ``has_answer``, ``exact``, ``f1``
+    (:func:`csbench.qads.metric.item_scores`)."""
+    from .metric import item_scores
+
+    rows = []
+    splits = list(dict.fromkeys(s for fp in fold_predictions for s in fp))
+    for split in splits:
+        names = list(dict.fromkeys(n for fp in fold_predictions for n in fp.get(split, {})))
+        for name in names:
+            preds, na = pool_predictions(fold_predictions, split, name)
+            rows += [{"split": split, "questions": name, **r}
+                     for r in item_scores(subset(sets[name], set(preds)), preds, na)]
+    return rows
+
+
 def by_domain(sets: dict[str, list[dict]], fold_predictions: list[dict],
               article_domain: dict[str, str], split: str = "finetuned") -> list[dict]:
     """The pooled held-out predictions of ``split`` scored per topic domain: one row per (set,
