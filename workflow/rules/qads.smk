@@ -194,7 +194,7 @@ rule qads_score:
         na_probs=[f"{QADS}/predictions/{m}.{s}.na_prob.json" for m, s in _QADS_PAIRS],
     output:
         report(f"{QADS}/qa_scores.tsv", caption="../report/qads_qa_scores.rst", category="QADS"),
-        items=f"{QADS}/qa_items.tsv",  # per question: the findings' intervals in RESULTS.md
+        per_question=f"{QADS}/qa_items.tsv",  # per question: the findings' intervals in RESULTS.md
     params:
         pairs=_QADS_PAIRS,
         sets=QADS_SETS,
@@ -275,7 +275,7 @@ rule qads_finetune_gather:
                caption="../report/qads_finetune.rst", category="QADS"),
         by_domain=report(f"{QADS}/finetune/{{model}}.{{ft_tag}}.by_domain.tsv",
                          caption="../report/qads_finetune_by_domain.rst", category="QADS"),
-        items=f"{QADS}/finetune/{{model}}.{{ft_tag}}.items.tsv",  # per question, pooled
+        per_question=f"{QADS}/finetune/{{model}}.{{ft_tag}}.items.tsv",  # per question, pooled
     wildcard_constraints:
         ft_tag=QADS_FT_TAGS,
     params:

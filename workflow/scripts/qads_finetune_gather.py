@@ -47,5 +47,5 @@ items = pd.DataFrame(pooled_items(sets, fold_predictions),
 items.insert(0, "model", snakemake.wildcards.model)
 items.insert(1, "trained_on", p.trained_on)
 write_tsv(out, snakemake.output[0], float_format="%.2f")
-write_tsv(items, snakemake.output.items, float_format="%.4f")
+write_tsv(items, snakemake.output.per_question, float_format="%.4f")
 write_tsv(dom, snakemake.output.by_domain, float_format="%.2f")

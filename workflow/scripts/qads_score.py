@@ -23,4 +23,5 @@ for (model, qs), pred, na in zip(p.pairs, snakemake.input.preds, snakemake.input
     rows[-1]["verified"] = p.verified  # False: questions not checked by annotators
     log.info("%s", rows[-1])
 write_tsv(pd.DataFrame(rows), snakemake.output[0], float_format="%.2f")
-write_tsv(pd.DataFrame(items, columns=ITEM_COLUMNS), snakemake.output.items, float_format="%.4f")
+write_tsv(pd.DataFrame(items, columns=ITEM_COLUMNS), snakemake.output.per_question,
+          float_format="%.4f")

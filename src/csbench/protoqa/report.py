@@ -147,7 +147,9 @@ def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
 def protoqa_markdown(table: pd.DataFrame) -> str:
     parts = ["The paper's layout: Max Answers@k and Max Incorrect@k in %, one table per answer "
              "matching (exact string, WordNet, embedding), the release's prediction files next to "
-             "the sampling baseline of each configured LM, on the crowdsourced dev questions."]
+             "the sampling baseline of each configured LM and the trivial ranked list (per "
+             "question, the answers most often given to the other questions: a system that "
+             "ignores the question), on the crowdsourced dev questions."]
     for sim in table["similarity"].unique():
         t = table[table["similarity"] == sim]
         show = pd.DataFrame({"system": [_system_label(s) for s in t["system"]]})
