@@ -351,19 +351,22 @@ def pool_predictions(fold_predictions: list[dict], split: str, name: str) -> tup
     return preds, na
 
 
-def pooled(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
-    """One ``fold = pooled`` row per (split, set): the official metric over the held-out
-    predictions of every fold together (each question is held out exactly once)."""
-    rows = []
+def _pooled_sets(sets: dict[str, list[dict]], fold_predictions: list[dict]):
+    """Per (split, set) in first-seen order: ``split, name, test, preds, na``, the held-out
+    predictions of every fold together and the questions they answer."""
     splits = list(dict.fromkeys(s for fp in fold_predictions for s in fp))
     for split in splits:
         names = list(dict.fromkeys(n for fp in fold_predictions for n in fp.get(split, {})))
         for name in names:
             preds, na = pool_predictions(fold_predictions, split, name)
-            test = subset(sets[name], set(preds))
-            rows.append({"fold": "pooled", "split": split, "questions": name,
-                         **score(test, preds, na)})
-    return rows
+            yield split, name, subset(sets[name], set(preds)), preds, na
+
+
+def pooled(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
+    """One ``fold = pooled`` row per (split, set): the official metric over the held-out
+    predictions of every fold together (each question is held out exactly once)."""
+    return [{"fold": "pooled", "split": split, "questions": name, **score(test, preds, na)}
+            for split, name, test, preds, na in _pooled_sets(sets, fold_predictions)]
 
 
 def pooled_items(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
@@ -372,15 +375,9 @@ def pooled_items(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> l
     (:func:`csbench.qads.metric.item_scores`)."""
     from .metric import item_scores
 
-    rows = []
-    splits = list(dict.fromkeys(s for fp in fold_predictions for s in fp))
-    for split in splits:
-        names = list(dict.fromkeys(n for fp in fold_predictions for n in fp.get(split, {})))
-        for name in names:
-            preds, na = pool_predictions(fold_predictions, split, name)
-            rows += [{"split": split, "questions": name, **r}
-                     for r in item_scores(subset(sets[name], set(preds)), preds, na)]
-    return rows
+    return [{"split": split, "questions": name, **r}
+            for split, name, test, preds, na in _pooled_sets(sets, fold_predictions)
+            for r in item_scores(test, preds, na)]
 
 
 def by_domain(sets: dict[str, list[dict]], fold_predictions: list[dict],
