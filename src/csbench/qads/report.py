@@ -373,9 +373,10 @@ def _recovery(q, f1, qads, baseline, paper, claim, ids, items=None, bootstrap=No
             r_share = np.where(r_lost > 0, (r_post - r_pre) / np.where(r_lost > 0, r_lost, 1), np.nan)
         f.ci_low, f.ci_high = interval(50 - 100 * r_share, bootstrap["level"])
         f.n = _count(items, keys[0])
-    f.ours = (f"{points(pre)} → {points(post)} of {points(orig)} on the original questions: "
-              f"{points(100 * share)}% of the drop recovered; "
-              + effect_text(f.effect, f.ci_low, f.ci_high))
+    f.ours = "; ".join(t for t in (
+        f"{points(pre)} → {points(post)} of {points(orig)} on the original questions: "
+        f"{points(100 * share)}% of the drop recovered", effect_text(f.effect, f.ci_low, f.ci_high))
+        if t)
     f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high,
                              missing=None if lost > 0 else "no drop to recover",
                              at_baseline=random_weights(tuned))
