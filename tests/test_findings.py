@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -121,3 +122,67 @@ def test_winowhat_paired_drop_above_the_majority_class_is_reproduced():
     assert cats.verdict == F.NOT_RUN and wsc.verdict == F.REPRODUCED  # 66 - 64.9 > 0
     drop = findings(head(0.52, 0.49), pd.DataFrame(), base, None)[0]
     assert drop.verdict == F.INCONCLUSIVE and "majority class 50.0" in drop.why
+
+
+def test_cluster_means_resample_clusters_with_all_their_items():
+    from csbench.bootstrap import cluster_means
+
+    # two scores on three clusters; the second has no item in cluster 2
+    sums, sizes = [[1.0, 2.0], [0.0, 0.0], [3.0, 0.0]], [[1, 2], [1, 1], [1, 0]]
+    m = cluster_means(sums, sizes, 500, 0)
+    assert m.shape == (500, 2)
+    assert ((m[:, 0] >= 0) & (m[:, 0] <= 3)).all()
+    # the second score's mean over the items drawn: 2 of 3 items in cluster 0, 0 of 1 in cluster 1
+    assert np.nanmax(m[:, 1]) == 1.0 and np.nanmin(m[:, 1]) == 0.0
+    assert np.isnan(m[:, 1]).any()  # a resample of cluster 2 only holds no item of it
+    assert cluster_means(np.zeros((0, 1)), np.zeros((0, 1)), 3, 0).shape == (3, 1)
+
+
+def test_protoqa_finding_interval_from_the_questions_and_the_trivial_list():
+    """Human > fine-tuned > zero-shot with an interval from the per-question scores; a zero-shot
+    LM whose interval reaches the trivial list's score is at the trivial baseline."""
+    from csbench.protoqa.report import findings
+
+    rng = np.random.default_rng(0)
+    qids = [f"q{i}" for i in range(40)]
+    level = {"human": 0.8, "gpt2finetuned": 0.5, "gen-lm": 0.25, "trivial": 0.1}
+    rows = [(s, "exact", q, "max_answers@10", min(1.0, max(0.0, v + rng.normal(0, 0.1))))
+            for s, v in level.items() for q in qids]
+    scores = pd.DataFrame(rows, columns=["system", "similarity", "question_id", "metric", "score"])
+    means = scores.groupby("system")["score"].mean()
+    t = pd.DataFrame([{"similarity": "exact", "system": s, "max_answers@10": means[s]}
+                      for s in level])
+    boot = {"n": 2000, "seed": 0, "level": 0.95}
+    f = findings(t, None, scores, boot)[0]
+    assert f.verdict == F.REPRODUCED and f.n == 40
+    assert f.ci_low > 0 and f.ci_low < f.effect < f.ci_high
+    assert f.baseline == f"most frequent answers of the other questions {100 * means['trivial']:.1f}"
+    no_interval = findings(t, None)[0]
+    assert no_interval.verdict == F.INCONCLUSIVE and "no interval" in no_interval.why
+    t.loc[t["system"] == "trivial", "max_answers@10"] = means["gen-lm"]  # the LM at the list
+    f = findings(t, None, scores, boot)[0]
+    assert f.verdict == F.INCONCLUSIVE and "trivial list" in f.why
+
+
+def test_qads_findings_intervals_from_the_questions():
+    """The synonym drop and the recovery share get intervals from the per-question F1, the
+    original questions resampled with their rewrites (ids <original>-<n>)."""
+    from csbench.qads.report import findings, item_table
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(60):
+        rows.append(("m", "original", f"x{i}", float(rng.random() < 0.8)))
+        for k in (1, 2):
+            rows.append(("m", "one", f"x{i}-{k}", float(rng.random() < 0.5)))
+    items = pd.DataFrame(rows, columns=["model", "questions", "id", "f1"])
+    items = items.assign(training="none (as configured)",
+                         group=[i.rsplit("-", 1)[0] for i in items["id"]])
+    f1 = items.groupby("questions")["f1"].mean() * 100
+    q = pd.DataFrame([{"model": "m", "training": "none (as configured)", "questions": s,
+                       "f1": f1[s], "n": 60} for s in ("original", "one")])
+    boot = {"n": 2000, "seed": 0, "level": 0.95}
+    drop, rec = findings(q, pd.DataFrame(), None, items, boot)
+    assert drop.verdict == F.REPRODUCED and drop.n == 60 and 0 < drop.ci_low < drop.ci_high
+    assert rec.verdict == F.NOT_RUN
+    assert item_table([], []).empty

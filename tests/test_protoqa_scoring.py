@@ -111,8 +111,32 @@ def test_predictions_files_resolve_mirror_and_generation():
     warned = []
     out = predictions_files(pq, "m", {"lm1": "random:tiny-gpt2"}, warn=warned.append)
     assert out == {"a": "m/protoqa/a.json", "b": "/x/b.jsonl",
+                   "trivial": "results/protoqa/trivial/ranked.json",
                    "gen-lm1": "results/protoqa/generated/lm1/ranked.json"}
     out = predictions_files(pq, None, {}, warn=warned.append)
-    assert out == {"b": "/x/b.jsonl"} and len(warned) == 1
+    assert out == {"b": "/x/b.jsonl", "trivial": "results/protoqa/trivial/ranked.json"}
+    assert len(warned) == 1
     with pytest.raises(ValueError):
         predictions_files(dict(pq, generation={"enabled": True, "models": ["nope"]}), "m", {})
+    with pytest.raises(ValueError, match="reserved"):
+        predictions_files(dict(pq, predictions={"trivial": "/x/t.json"}), "m", {})
+
+
+def test_the_trivial_list_ranks_the_other_questions_answers():
+    """Answers ranked by how many *other* questions received them (then by count, then
+    alphabetically); a question's own answers never count for its own list."""
+    from csbench.protoqa.data import Question
+    from csbench.protoqa.trivial import frequent_answers
+
+    def q(qid, *raw):
+        return Question(qid, qid, (("x",),), (1,), raw=tuple(raw))
+
+    qs = {"a": q("a", ("Money", 3), ("car", 1)), "b": q("b", ("money", 1), ("dog", 5)),
+          "c": q("c", ("car", 2), ("money!", 1), ("zebra", 9)), "d": q("d", ("dog", 1))}
+    out = frequent_answers(qs, top=3)
+    # a: money in b, c (2); dog in b, d (2, count 6); car in c (1); zebra (1, count 9)
+    assert out["a"] == ["dog", "money", "zebra"]
+    # d: money in a, b, c (3); car in a, c (2); zebra and dog in one other each (9 > 5)
+    assert out["d"] == ["money", "car", "zebra"]
+    assert list(out) == ["a", "b", "c", "d"] and all(len(v) <= 3 for v in out.values())
+    assert frequent_answers({"a": qs["a"]}, top=3) == {"a": []}

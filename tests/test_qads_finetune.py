@@ -241,6 +241,19 @@ def test_by_domain_scores_pooled_folds_per_article_domain():
         F.by_domain(sets, folds, {"A": "geo", "B": "geo"})
 
 
+def test_pooled_items_are_the_questions_behind_the_pooled_rows():
+    sets = {"original": [_article("A", [("a1", True), ("a2", False)]), _article("B", [("b1", True)])]}
+    folds = [{"finetuned": {"original": {"preds": {"a1": "France", "a2": "x"},
+                                         "na_probs": {"a1": 0.0, "a2": 0.0}}}},
+             {"finetuned": {"original": {"preds": {"b1": "Paris"}, "na_probs": {"b1": 0.0}}}}]
+    (row,) = F.pooled(sets, folds)
+    items = F.pooled_items(sets, folds)
+    assert [(i["split"], i["questions"], i["id"], i["has_answer"]) for i in items] == [
+        ("finetuned", "original", "a1", True), ("finetuned", "original", "a2", False),
+        ("finetuned", "original", "b1", True)]
+    assert 100 * sum(i["f1"] for i in items) / len(items) == pytest.approx(row["f1"])
+
+
 def test_a_fresh_qa_head_is_seeded_whatever_ran_before(tiny_qa_dir, tmp_path):
     """An encoder-only checkpoint gets a new QA head at load time: it comes from the given seed, not
     from the process's RNG state (two reproduce runs trained different MiniLM heads before)."""

@@ -89,3 +89,16 @@ def test_compute_entry_of_a_predictions_file_is_ignored_by_the_metric_and_popped
         with pytest.raises(InputError) as exc:
             pop_compute(bad, tmp_path / "p.json")
         assert "p.json" in str(exc.value) and "--forcerun" in str(exc.value)
+
+
+def test_item_scores_average_to_the_official_metric():
+    """The per-question table behind the findings' intervals: its means are evaluate's scores."""
+    preds = {"a": "Tower in Paris", "b": "1998", "c": "x", "d": ""}
+    na = {"a": -2.0, "b": -1.0, "c": 0.5, "d": 3.0}
+    for thresh in (1.0, 0.0):
+        r = metric.evaluate(dataset(QAS), preds, na, na_prob_thresh=thresh)
+        items = metric.item_scores(dataset(QAS), preds, na, na_prob_thresh=thresh)
+        assert [i["id"] for i in items] == ["a", "b", "c", "d"]
+        assert [i["has_answer"] for i in items] == [True, True, False, False]
+        assert 100 * sum(i["f1"] for i in items) / 4 == pytest.approx(r["f1"])
+        assert 100 * sum(i["exact"] for i in items) / 4 == pytest.approx(r["exact"])

@@ -2,7 +2,8 @@
 20Q's calibrated yes/no metrics): one seeded stream of resamples (``numpy.random.default_rng(seed)``,
 item indices drawn with replacement), in blocks of about two million indices so that memory stays
 bounded whatever ``n_boot``, and the interval from the quantiles of the resampled statistic; the
-AUROC, weighted by resample multiplicities (20Q's calibration, contamination signals)."""
+AUROC, weighted by resample multiplicities (20Q's calibration, contamination signals); means
+of several scores over the same cluster resamples (the ProtoQA and QADS findings)."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,3 +54,25 @@ def auroc(scores, gold, weights=None) -> np.ndarray | float:
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
     return float(out[0]) if single else out
+
+
+def cluster_means(sums, sizes, n_boot: int, seed: int) -> np.ndarray:
+    """Means of ``k`` scores over the same cluster resamples (ProtoQA's questions, QADS's
+    original questions with their rewrites): ``sums`` and ``sizes`` are ``(n, k)``: per cluster
+    and score, the sum of its items' values and how many items it has there (0: none). Each
+    resample draws ``n`` clusters with replacement and gives each score the mean over the items
+    of the clusters drawn (a cluster drawn twice counts twice); returns ``(n_boot, k)``, NaN where
+    a resample holds no item of a score."""
+    s, c = np.asarray(sums, float), np.asarray(sizes, float)
+    if s.ndim == 1:
+        s, c = s[:, None], c[:, None]
+    n = len(s)
+    if n == 0:
+        return np.full((n_boot, s.shape[1]), np.nan)
+    out = []
+    for idx in resamples(n, n_boot, seed):
+        w = counts(idx, n)
+        num, den = w @ s, w @ c
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(den > 0, num / np.where(den > 0, den, 1), np.nan))
+    return np.vstack(out)

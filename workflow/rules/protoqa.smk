@@ -75,6 +75,27 @@ rule protoqa_rank:
         "../scripts/protoqa_rank.py"
 
 
+# The trivial ranked list (predictions `trivial`): the answers given most often to the other
+# questions, as long as the sampling baselines' lists; ProtoQA's "majority class".
+rule protoqa_trivial:
+    input:
+        questions=data_table("protoqa", PQ["targets"]),
+    output:
+        ranked=f"{PROTOQA}/trivial/ranked.json",
+    params:
+        top=PQ_GEN["top"],
+    log:
+        "logs/protoqa/trivial.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        gpu=0,
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/protoqa_trivial.py"
+
+
 # One job per (predictions file, similarity): scoring a file needs only that file (and, for the
 # embedding similarity, the encoder), never the LM behind other, generated files.
 rule protoqa_eval:
@@ -156,5 +177,6 @@ rule protoqa_summary:
 register_targets(
     "protoqa",
     lambda: [f"{PROTOQA}/summary.tsv"]
-    + [f"{PROTOQA}/eval/{p}/issues.tsv" for p in PQ_PREDICTIONS],
+    + [f"{PROTOQA}/eval/{p}/issues.tsv" for p in PQ_PREDICTIONS]
+    + list(PQ_EVAL.values()),  # per question: the findings' intervals in RESULTS.md
 )

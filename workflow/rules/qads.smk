@@ -201,6 +201,7 @@ rule qads_score:
         na_probs=[f"{QADS}/predictions/{m}.{s}.na_prob.json" for m, s in _QADS_PAIRS],
     output:
         report(f"{QADS}/qa_scores.tsv", caption="../report/qads_qa_scores.rst", category="QADS"),
+        per_question=f"{QADS}/qa_items.tsv",  # per question: the findings' intervals in RESULTS.md
     params:
         pairs=_QADS_PAIRS,
         sets=QADS_SETS,
@@ -281,6 +282,7 @@ rule qads_finetune_gather:
                caption="../report/qads_finetune.rst", category="QADS"),
         by_domain=report(f"{QADS}/finetune/{{model}}.{{ft_tag}}.by_domain.tsv",
                          caption="../report/qads_finetune_by_domain.rst", category="QADS"),
+        per_question=f"{QADS}/finetune/{{model}}.{{ft_tag}}.items.tsv",  # per question, pooled
     wildcard_constraints:
         ft_tag=QADS_FT_TAGS,
     params:
@@ -305,9 +307,9 @@ rule qads_finetune_gather:
 register_targets(
     "qads",
     lambda: [f"{QADS}/{f}" for f in ("wsd_eval.tsv", "substitutions.parquet", "domains.tsv",
-                                     "qa_scores.tsv")]
+                                     "qa_scores.tsv", "qa_items.tsv")]
     + [QADS_BLOCKS]
     + ([f"{QADS}/verified/{f}" for f in ("agreement.tsv", "summary.json")] if QADS_VERIFIED else [])
     + ([f"{QADS}/finetune/{m}.{tag}{kind}.tsv" for m in config["models"]["qa"]
-        for tag in QADS_FT_ARMS for kind in ("", ".by_domain")] if QADS_FT["enabled"] else []),
+        for tag in QADS_FT_ARMS for kind in ("", ".by_domain", ".items")] if QADS_FT["enabled"] else []),
 )

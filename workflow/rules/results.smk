@@ -29,7 +29,9 @@ rule results:
         configured=config["tasks"],
         summary_keys=list(RESULTS_PLANNED),
         tables={t: _res.inputs_of(t, ts) for t, ts in RESULTS_TARGETS.items()},
-        settings={"winowhat": {"subset": config["winowhat"]["subset"]}},  # section settings
+        settings={"winowhat": {"subset": config["winowhat"]["subset"]},  # section settings
+                  "protoqa": {"bootstrap": config["protoqa"]["bootstrap"]},
+                  "qads": {"bootstrap": config["qads"]["bootstrap"]}},
     log:
         "logs/results.log",
     threads: 1

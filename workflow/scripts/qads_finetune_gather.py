@@ -1,6 +1,7 @@
 """Gather the folds of the optional QADS fine-tuning of one model: per-fold rows, a mean row per
 split and scored set, and a pooled row (the official metric over every fold's held-out
-predictions together); and the pooled fine-tuned predictions scored per article topic domain."""
+predictions together), with each question's pooled scores; and the pooled fine-tuned predictions
+scored per article topic domain."""
 import pandas as pd
 
 from csbench.io import read_json, write_tsv
@@ -8,7 +9,7 @@ from csbench.logs import snakemake_logger
 from csbench.provenance import read_model_table
 from csbench.modelspec import PROVENANCE_COLUMNS
 from csbench.qads.domains import top_domain_by_article
-from csbench.qads.finetune import by_domain, pooled, with_means
+from csbench.qads.finetune import by_domain, pooled, pooled_items, with_means
 from csbench.qads.workflow import finetune_inputs
 
 log = snakemake_logger(snakemake)
@@ -42,5 +43,10 @@ log.info("\n%s", out.to_string(index=False))
 domains = top_domain_by_article(pd.read_csv(snakemake.input.domains, sep="\t", keep_default_na=False))
 dom = stamped(pd.DataFrame(by_domain(sets, fold_predictions, domains)))
 log.info("by domain:\n%s", dom.drop(columns="titles", errors="ignore").to_string(index=False))
+items = pd.DataFrame(pooled_items(sets, fold_predictions),
+                     columns=["split", "questions", "id", "has_answer", "exact", "f1"])
+items.insert(0, "model", snakemake.wildcards.model)
+items.insert(1, "trained_on", p.trained_on)
 write_tsv(out, snakemake.output[0], float_format="%.2f")
+write_tsv(items, snakemake.output.per_question, float_format="%.4f")
 write_tsv(dom, snakemake.output.by_domain, float_format="%.2f")

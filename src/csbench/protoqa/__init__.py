@@ -21,6 +21,7 @@ METRICS = (
 # drawn, the share that max_new_tokens cut (before a stop string or EOS), the cut policy, the
 # recipe (protoqa.generation.recipe)
 SAMPLING_ROWS = ("samples", "samples_cut_share", "cut_policy", "recipe")
+TRIVIAL = "trivial"  # the predictions name of the trivial ranked list (protoqa_trivial)
 
 
 def metric_limits(metric: str) -> tuple[int | None, int | None]:
@@ -45,7 +46,8 @@ def generation_models(pq: dict, lm_models: dict) -> list[str]:
 def predictions_files(pq: dict, mirror, lm_models: dict, results: str = "results/protoqa",
                       warn=print) -> dict[str, str]:
     """Predictions name -> file: configured files (``{mirror}`` substituted; entries that need
-    a mirror are skipped with a warning when none is set) plus ``gen-<model>`` per LM."""
+    a mirror are skipped with a warning when none is set), the trivial ranked list
+    (:data:`TRIVIAL`, :mod:`.trivial`) and ``gen-<model>`` per LM."""
     out = {}
     for name, path in pq["predictions"].items():
         if "{mirror}" in path:
@@ -54,6 +56,9 @@ def predictions_files(pq: dict, mirror, lm_models: dict, results: str = "results
                 continue
             path = path.replace("{mirror}", str(mirror))
         out[name] = path
+    if TRIVIAL in out:
+        raise ValueError(f"protoqa.predictions: name {TRIVIAL} is reserved for the trivial list")
+    out[TRIVIAL] = f"{results}/trivial/ranked.json"
     for m in generation_models(pq, lm_models):
         if f"gen-{m}" in out:
             raise ValueError(f"protoqa.predictions: name gen-{m} is reserved for generation")

@@ -1,15 +1,19 @@
 """ProtoQA's part of RESULTS.md: Max Answers@k / Max Incorrect@k per answer matching for the
-release's prediction files and each sampling baseline, and the sampling baselines' samples, from
-``results/protoqa/summary.tsv``."""
+release's prediction files, each sampling baseline and the trivial ranked list, and the sampling
+baselines' samples, from ``results/protoqa/summary.tsv``; the findings' intervals from the
+per-question scores (``results/protoqa/eval/<system>/<similarity>.tsv``), questions resampled."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from ..findings import Finding, anchor, judge, points
+from ..bootstrap import cluster_means, interval
+from ..findings import Finding, anchor, at_baseline, effect_text, judge, points, with_interval
 from ..sections import Section, markdown_table, pct, read_table, select, write_summary
-from . import SAMPLING_ROWS
+from . import SAMPLING_ROWS, TRIVIAL
 
 TITLE = "ProtoQA: ranked answer lists"
 PAPER = "ProtoQA"  # whose findings this section checks
@@ -20,7 +24,9 @@ MODEL_ROWS = ("model_source", "model_quant", "random_model", "compute_device", "
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
-    return {"summary": select(targets, "protoqa/summary.tsv")}
+    return {"summary": select(targets, "protoqa/summary.tsv"),
+            "eval": [p for p in select(targets, ".tsv")  # per question: eval/<system>/<sim>.tsv
+                     if "/protoqa/eval/" in p and not p.endswith("/issues.tsv")]}
 
 
 def planned(ins: dict[str, list[str]]) -> dict[str, str]:
@@ -28,7 +34,9 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
 
 
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
-            anchors: pd.DataFrame) -> Section:
+            anchors: pd.DataFrame, bootstrap: dict | None = None) -> Section:
+    """``bootstrap``: ``{n, seed, level}`` of the findings' intervals (``protoqa.bootstrap``;
+    none: no intervals)."""
     if not ins.get("summary"):
         return Section("", findings=findings(pd.DataFrame(), anchors))
     summary = read_table(ins["summary"][0])
@@ -41,10 +49,12 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
         body.append(sampling_md)
     return Section("\n\n".join(body), tables={"protoqa": t, "protoqa_sampling": sampling},
                    models=[("ProtoQA sampling", protoqa_models(summary))],
-                   findings=findings(t, anchors))
+                   findings=findings(t, anchors, per_question(ins.get("eval", [])), bootstrap))
 
 
 def _system_label(name: str) -> str:
+    if name == TRIVIAL:
+        return "*most frequent answers of the other questions* (trivial baseline)"
     if name.startswith("gen-"):
         return f"{name[4:]} (sampling baseline, csbench)"
     return {"gpt2finetuned": "GPT-2 fine-tuned (release predictions file)",
@@ -67,7 +77,7 @@ def protoqa_table(summary: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df
     df["_s"] = df["similarity"].map(lambda x: sims.get(x, 9))
-    df["_g"] = df["system"].str.startswith("gen-")
+    df["_g"] = [2 if s == TRIVIAL else int(s.startswith("gen-")) for s in df["system"]]
     return df.sort_values(["_s", "similarity", "_g", "system"]).drop(columns=["_s", "_g"]) \
         .reset_index(drop=True)
 
@@ -137,7 +147,9 @@ def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
 def protoqa_markdown(table: pd.DataFrame) -> str:
     parts = ["The paper's layout: Max Answers@k and Max Incorrect@k in %, one table per answer "
              "matching (exact string, WordNet, embedding), the release's prediction files next to "
-             "the sampling baseline of each configured LM, on the crowdsourced dev questions."]
+             "the sampling baseline of each configured LM and the trivial ranked list (per "
+             "question, the answers most often given to the other questions: a system that "
+             "ignores the question), on the crowdsourced dev questions."]
     for sim in table["similarity"].unique():
         t = table[table["similarity"] == sim]
         show = pd.DataFrame({"system": [_system_label(s) for s in t["system"]]})
@@ -151,12 +163,41 @@ def protoqa_markdown(table: pd.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# findings
+# per-question scores and findings
 
-def findings(t: pd.DataFrame, anchors) -> list[Finding]:
+def per_question(paths: list[str]) -> pd.DataFrame:
+    """The per-question scores of ``eval/<system>/<similarity>.tsv`` files in one long table
+    (``system, similarity, question_id, metric, score``; the ``mean`` rows left out)."""
+    frames = []
+    for p in paths:
+        parts = Path(p).parts
+        df = pd.read_csv(p, sep="\t", dtype={"question_id": str})
+        frames.append(df[df["question_id"] != "mean"].assign(system=parts[-2],
+                                                             similarity=parts[-1][:-4]))
+    cols = ["system", "similarity", "question_id", "metric", "score"]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
+def resampled(scores: pd.DataFrame, systems: list[str], sim: str, metric: str,
+              bootstrap: dict) -> dict[str, np.ndarray]:
+    """System -> its mean ``metric`` (in points) over the same ``bootstrap["n"]`` resamples of
+    the questions any of ``systems`` scored (a system's mean over the questions it scored)."""
+    s = scores[(scores["similarity"] == sim) & (scores["metric"] == metric)
+               & scores["system"].isin(systems)]
+    wide = s.pivot_table(index="question_id", columns="system", values="score", aggfunc="first")
+    wide = wide.reindex(columns=systems)
+    means = cluster_means(wide.fillna(0.0).to_numpy(), wide.notna().to_numpy(),
+                          bootstrap["n"], bootstrap["seed"])
+    return {name: 100 * means[:, i] for i, name in enumerate(systems)}
+
+
+def findings(t: pd.DataFrame, anchors, scores: pd.DataFrame | None = None,
+             bootstrap: dict | None = None) -> list[Finding]:
     """Human > fine-tuned GPT-2 > a zero-shot LM on Max Answers@10 (the release's prediction
-    files beside each sampling baseline), and the evaluator's agreement with manual clusters
-    (not measured by csbench)."""
+    files beside each sampling baseline; the effect is the smaller of the two gaps, its interval
+    from the per-question ``scores``, questions resampled), with the trivial ranked list as the
+    baseline a zero-shot LM must beat; and the evaluator's agreement with manual clusters (not
+    measured by csbench)."""
     sim = "wordnet" if not t.empty and (t["similarity"] == "wordnet").any() else "exact"
     a = lambda s: anchor(anchors, f"protoqa.t3.{s}.test.{sim}-max-answers-10")  # noqa: E731
     ids = [f"protoqa.t3.{s}.test.{sim}-max-answers-10" for s in ("human", "gpt2-finetuned", "gpt2")]
@@ -171,18 +212,37 @@ def findings(t: pd.DataFrame, anchors) -> list[Finding]:
     else:
         d = t[t["similarity"] == sim].set_index("system")["max_answers@10"] * 100
         gens = [s for s in d.index if s.startswith("gen-")]
+        triv = d.get(TRIVIAL, float("nan"))
+        baseline = ("– (no trivial ranked list is scored)" if triv != triv else
+                    f"most frequent answers of the other questions {points(triv)}")
         for gen in gens or [None]:
             f = Finding("ProtoQA", claim, paper, system=f"{sim} matching, dev" + (
                 f", {gen[4:]} zero-shot" if gen else ""), metric="Max Answers@10",
-                baseline="– (no trivial ranked list is scored)", anchors=ids)
+                baseline=baseline, anchors=ids)
             if gen is None or "human" not in d or "gpt2finetuned" not in d:
                 f.verdict, f.why = judge(missing="needs the human and fine-tuned prediction files "
                                          "and a sampling baseline")
             else:
                 h, ft, zs = d["human"], d["gpt2finetuned"], d[gen]
-                f.ours = f"{points(h)} > {points(ft)} > {points(zs)}"
                 f.effect = min(h - ft, ft - zs)  # both gaps in the paper's direction
-                f.verdict, f.why = judge(f.effect)
+                zs_lo = zs_hi = float("nan")
+                have = scores is not None and bootstrap and not scores[
+                    (scores["system"] == gen) & (scores["similarity"] == sim)].empty
+                if have:
+                    r = resampled(scores, ["human", "gpt2finetuned", gen], sim,
+                                  "max_answers@10", bootstrap)
+                    f.ci_low, f.ci_high = interval(np.minimum(r["human"] - r["gpt2finetuned"],
+                                                              r["gpt2finetuned"] - r[gen]),
+                                                   bootstrap["level"])
+                    zs_lo, zs_hi = interval(r[gen], bootstrap["level"])
+                    f.n = int(scores.loc[(scores["system"] == gen) & (scores["similarity"] == sim),
+                                         "question_id"].nunique())
+                f.ours = (f"{points(h)} > {points(ft)} > {with_interval(zs, zs_lo, zs_hi)}; "
+                          + effect_text(f.effect, f.ci_low, f.ci_high))
+                low = zs_lo if zs_lo == zs_lo else zs
+                f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=(
+                    f"the zero-shot LM's Max Answers@10 {points(low)} ≤ the trivial list's "
+                    f"{points(triv)}" if at_baseline(low, triv) else None))
             out.append(f)
     out.append(Finding("ProtoQA", "the WordNet matcher agrees with manual answer clusters",
                        f"F1 {points(agree / 100, 3)} (Table 4)" if agree == agree else "– (Table 4)",

@@ -352,19 +352,33 @@ def pool_predictions(fold_predictions: list[dict], split: str, name: str) -> tup
     return preds, na
 
 
-def pooled(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
-    """One ``fold = pooled`` row per (split, set): the official metric over the held-out
-    predictions of every fold together (each question is held out exactly once)."""
-    rows = []
+def _pooled_sets(sets: dict[str, list[dict]], fold_predictions: list[dict]):
+    """Per (split, set) in first-seen order: ``split, name, test, preds, na``, the held-out
+    predictions of every fold together and the questions they answer."""
     splits = list(dict.fromkeys(s for fp in fold_predictions for s in fp))
     for split in splits:
         names = list(dict.fromkeys(n for fp in fold_predictions for n in fp.get(split, {})))
         for name in names:
             preds, na = pool_predictions(fold_predictions, split, name)
-            test = subset(sets[name], set(preds))
-            rows.append({"fold": "pooled", "split": split, "questions": name,
-                         **score(test, preds, na)})
-    return rows
+            yield split, name, subset(sets[name], set(preds)), preds, na
+
+
+def pooled(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
+    """One ``fold = pooled`` row per (split, set): the official metric over the held-out
+    predictions of every fold together (each question is held out exactly once)."""
+    return [{"fold": "pooled", "split": split, "questions": name, **score(test, preds, na)}
+            for split, name, test, preds, na in _pooled_sets(sets, fold_predictions)]
+
+
+def pooled_items(sets: dict[str, list[dict]], fold_predictions: list[dict]) -> list[dict]:
+    """Each question's scores behind the ``pooled`` rows (:func:`pooled`): per (split, set) and
+    held-out question, ``split``, ``questions``, ``id``, ``has_answer``, ``exact``, ``f1``
+    (:func:`csbench.qads.metric.item_scores`)."""
+    from .metric import item_scores
+
+    return [{"split": split, "questions": name, **r}
+            for split, name, test, preds, na in _pooled_sets(sets, fold_predictions)
+            for r in item_scores(test, preds, na)]
 
 
 def by_domain(sets: dict[str, list[dict]], fold_predictions: list[dict],

@@ -90,6 +90,19 @@ def find_best_thresh(preds, scores, na_probs, has_ans):
     return 100.0 * best / len(scores), best_thresh
 
 
+def item_scores(dataset: list[dict], preds: dict[str, str],
+                na_probs: dict[str, float] | None = None, na_prob_thresh: float = 1.0) -> list[dict]:
+    """Per scored question (in file order): ``id``, ``has_answer``, ``exact`` (0/1) and ``f1``
+    (0-1) after the no-answer threshold: the values whose means :func:`evaluate` reports (x 100)."""
+    has_ans = qid_to_has_ans(dataset)
+    probs = na_probs if na_probs is not None else {q: 0.0 for q in preds}
+    exact_raw, f1_raw = raw_scores(dataset, preds)
+    exact = apply_threshold(exact_raw, probs, has_ans, na_prob_thresh)
+    f1 = apply_threshold(f1_raw, probs, has_ans, na_prob_thresh)
+    return [{"id": q, "has_answer": has_ans[q], "exact": float(exact[q]), "f1": float(f1[q])}
+            for q in exact]
+
+
 def evaluate(dataset: list[dict], preds: dict[str, str], na_probs: dict[str, float] | None = None,
              na_prob_thresh: float = 1.0) -> dict:
     """Official SQuAD 2.0 evaluation of ``preds`` (qid -> answer text, "" = no answer).

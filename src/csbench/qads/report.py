@@ -1,10 +1,14 @@
 """QADS's part of RESULTS.md: WSD F1 per method, extractive QA (official SQuAD 2.0 metric) on the
 original and synonym-substituted questions before and after fine-tuning, per topic domain, and the
-articles' domains, from the tables ``workflow/rules/qads.smk`` registers."""
+articles' domains, from the tables ``workflow/rules/qads.smk`` registers; the findings' intervals
+from the per-question scores (``qa_items.tsv``, the fine-tuning's ``.items.tsv``), original
+questions resampled with their rewrites."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from ..bootstrap import cluster_means, interval
 from ..findings import Finding, anchor, at_baseline, effect_text, judge, points
 from ..sections import (Section, is_random, markdown_table, num, pct, random_note, read_table,
                         select, summary_files, write_summary)
@@ -19,7 +23,9 @@ PAPER = "QADS"  # whose findings this section checks
 def inputs(targets: list[str]) -> dict[str, list[str]]:
     return {"wsd": select(targets, "qads/wsd_eval.tsv"), "qa": select(targets, "qads/qa_scores.tsv"),
             "finetune": [p for p in select(targets, ".tsv") if "/qads/finetune/" in p
-                         and not p.endswith(".by_domain.tsv")],
+                         and not p.endswith((".by_domain.tsv", ".items.tsv"))],
+            "qa_items": select(targets, "qads/qa_items.tsv"),
+            "ft_items": [p for p in select(targets, ".items.tsv") if "/qads/finetune/" in p],
             "qa_domains": select(targets, ".by_domain.tsv"),
             "domains": select(targets, "qads/domains.tsv")}
 
@@ -31,7 +37,9 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
 
 
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
-            anchors: pd.DataFrame) -> Section:
+            anchors: pd.DataFrame, bootstrap: dict | None = None) -> Section:
+    """``bootstrap``: ``{n, seed, level}`` of the findings' intervals (``qads.bootstrap``; none:
+    no intervals)."""
     sec = Section("")
     body = []
     if ins.get("wsd"):
@@ -47,7 +55,8 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
         write_summary(q, outputs["qads_qa"])
         base = no_answer_baseline(q)
         sec.tables["qads_no_answer"] = base
-        sec.findings = findings(q, base, anchors)
+        items = item_table(ins.get("qa_items", []), ins.get("ft_items", []))
+        sec.findings = findings(q, base, anchors, items, bootstrap)
         body.append("### Extractive QA\n\n" + (qads_qa_markdown(q, base) if not q.empty else
                     "No QA model was scored (`qads.qa.models` is empty and fine-tuning is off)."))
     if "qads_qa_domains" in outputs:
@@ -89,12 +98,7 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
         if df.empty:
             continue
         df = df[df["fold"].astype(str) == "pooled"].copy()
-        df["training"] = df["split"].map({"base": "none (before fine-tuning)",
-                                          "finetuned": PLAIN_TRAINING}).fillna(df["split"])
-        arm = qads_arm(df)
-        if arm:  # the QADS arm (Table 2's third row): its fine-tuned rows say what was added
-            df.loc[df["split"] == "finetuned", "training"] = \
-                f"{PLAIN_TRAINING}{ARM_TRAINING}{arm} training questions"
+        df["training"] = training_labels(df)
         frames.append(df)
     if not frames:
         return pd.DataFrame()
@@ -193,6 +197,61 @@ def qads_domains_markdown(df: pd.DataFrame) -> str:
 
 
 
+def training_labels(df: pd.DataFrame) -> list[str]:
+    """The ``training`` label of each row of a fine-tuning table (its ``split``): before
+    fine-tuning, the plain article folds, or (the QADS arm, Table 2's third row) what was added."""
+    arm = qads_arm(df)
+    tuned = f"{PLAIN_TRAINING}{ARM_TRAINING}{arm} training questions" if arm else PLAIN_TRAINING
+    return [{"base": "none (before fine-tuning)", "finetuned": tuned}.get(s, s) for s in df["split"]]
+
+
+def item_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
+    """Every question's F1 (0-1) by ``model``, ``training`` (the labels of :func:`qads_qa_table`)
+    and ``questions`` set, with ``group``: the original question a rewritten one comes from (QADS
+    ids are ``<original id>-<n>``), the unit the findings' bootstrap resamples."""
+    cols = ["model", "training", "questions", "id", "group", "f1"]
+    frames = []
+    for p in qa_paths:
+        df = pd.read_csv(p, sep="\t", dtype={"id": str})
+        frames.append(df.assign(training="none (as configured)"))
+    for p in ft_paths:
+        df = pd.read_csv(p, sep="\t", dtype={"id": str})
+        frames.append(df.assign(training=training_labels(df)) if not df.empty else df)
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    df = pd.concat(frames, ignore_index=True)
+    df["group"] = [i if q == "original" else i.rsplit("-", 1)[0]
+                   for i, q in zip(df["id"], df["questions"])]
+    return df[cols]
+
+
+def resampled_f1(items: pd.DataFrame, keys: list[tuple], bootstrap: dict) -> list[np.ndarray]:
+    """F1 in points of each ``(model, training, questions)`` key over the same
+    ``bootstrap["n"]`` resamples of the original questions (each with its rewrites)."""
+    parts = [items[(items["model"] == m) & (items["training"] == t) & (items["questions"] == q)]
+             for m, t, q in keys]
+    groups = pd.Index(sorted(set().union(*(set(p["group"]) for p in parts))))
+    sums = np.column_stack([p.groupby("group")["f1"].sum().reindex(groups, fill_value=0.0)
+                            for p in parts])
+    sizes = np.column_stack([p.groupby("group")["f1"].size().reindex(groups, fill_value=0)
+                             for p in parts])
+    means = cluster_means(sums, sizes, bootstrap["n"], bootstrap["seed"])
+    return [100 * means[:, i] for i in range(len(keys))]
+
+
+def _count(items: pd.DataFrame, key: tuple) -> int:
+    m, t, q = key
+    return int(((items["model"] == m) & (items["training"] == t) & (items["questions"] == q)).sum())
+
+
+def _has(items: pd.DataFrame | None, keys: list[tuple]) -> bool:
+    if items is None or items.empty:
+        return False
+    have = set(zip(items["model"], items["training"], items["questions"]))
+    return all(k in have for k in keys)
+
+
 def qads_arm(df: pd.DataFrame) -> str:
     """The QADS mode a fine-tuning table's run added to its training questions (``trained_on``
     ``squad + one``: the QADS arm), or "" for a plain run (and tables written before the arm)."""
@@ -223,9 +282,11 @@ def no_answer_baseline(q: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def findings(q: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
+def findings(q: pd.DataFrame, base: pd.DataFrame, anchors, items: pd.DataFrame | None = None,
+             bootstrap: dict | None = None) -> list[Finding]:
     """Synonyms lower the QA scores (original vs the QADS set, before fine-tuning on QADS), and
-    fine-tuning on QADS recovers little of the drop (a recovered share below one half)."""
+    fine-tuning on QADS recovers little of the drop (a recovered share below one half); the
+    intervals from the per-question ``items`` (:func:`item_table`) where given."""
     a = lambda s: anchor(anchors, f"qads.t2.electra-large.{s}.accuracy")  # noqa: E731
     ids = [f"qads.t2.electra-large.{s}.accuracy" for s in ("squad2-dev", "qads-before-ft", "qads-after-ft")]
     drop_paper = (f"ELECTRA-large {points(a('squad2-dev'), 2)} → {points(a('qads-before-ft'), 2)} "
@@ -252,11 +313,19 @@ def findings(q: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
             f.verdict, f.why = judge(missing=f"no scores on the original and `{qads}` questions")
         else:
             f.effect = orig - sub
-            f.ours = f"{points(orig)} → {points(sub)}; " + effect_text(f.effect, None, None)
+            keys = [(model, training, "original"), (model, training, qads)]
+            o_lo = float("nan")
+            if bootstrap and _has(items, keys):
+                r_orig, r_sub = resampled_f1(items, keys, bootstrap)
+                f.ci_low, f.ci_high = interval(r_orig - r_sub, bootstrap["level"])
+                o_lo = interval(r_orig, bootstrap["level"])[0]
+                f.n = _count(items, keys[0])
+            f.ours = f"{points(orig)} → {points(sub)}; " + effect_text(f.effect, f.ci_low, f.ci_high)
             low = b.get("original", float("nan"))
-            f.verdict, f.why = judge(f.effect, at_baseline=random_weights(g) or (
-                f"F1 on the original questions {points(orig)} ≤ always no answer {points(low)}"
-                if at_baseline(orig, low) else None))
+            score = o_lo if o_lo == o_lo else orig
+            f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high, at_baseline=random_weights(g) or (
+                f"F1 on the original questions {points(score)} ≤ always no answer {points(low)}"
+                if at_baseline(score, low) else None))
         out.append(f)
     if not out:
         out.append(Finding("QADS", drop_claim, drop_paper, verdict="not run", anchors=ids[:2],
@@ -266,11 +335,11 @@ def findings(q: pd.DataFrame, base: pd.DataFrame, anchors) -> list[Finding]:
     arm = q.loc[q["training"].str.contains(ARM_TRAINING, regex=False), "training"]
     if not arm.empty:  # the QADS arm: its added mode is the set Table 2's third row scores
         qads = arm.iloc[0].split(ARM_TRAINING, 1)[1].split()[0]
-    out.append(_recovery(q, f1, qads, baseline, rec_paper, rec_claim, ids[1:]))
+    out.append(_recovery(q, f1, qads, baseline, rec_paper, rec_claim, ids[1:], items, bootstrap))
     return out
 
 
-def _recovery(q, f1, qads, baseline, paper, claim, ids) -> Finding:
+def _recovery(q, f1, qads, baseline, paper, claim, ids, items=None, bootstrap=None) -> Finding:
     f = Finding("QADS", claim, paper, baseline=baseline, metric="F1", anchors=ids)
     tuned = q[q["training"].str.startswith("fine-tuned")]
     if tuned.empty:
@@ -285,18 +354,31 @@ def _recovery(q, f1, qads, baseline, paper, claim, ids) -> Finding:
         before = PLAIN_TRAINING
         f.system = (f"{model}, `{qads}` questions, article folds without → with QADS-{qads} "
                     "training questions")
-    orig = f1.get((model, before, "original"), f1.get((model, "none (as configured)", "original")))
-    vals = [orig, f1.get((model, before, qads)), f1.get((model, training, qads))]
+    orig_key = next((k for k in ((model, before, "original"),
+                                 (model, "none (as configured)", "original")) if k in f1), None)
+    orig = f1.get(orig_key) if orig_key else None
+    keys = [orig_key, (model, before, qads), (model, training, qads)]
+    vals = [orig, f1.get(keys[1]), f1.get(keys[2])]
     if any(v is None for v in vals):
         f.verdict, f.why = judge(missing="no scores before and after fine-tuning on the same questions")
         return f
     orig, pre, post = vals
     lost = orig - pre
     share = (post - pre) / lost if lost > 0 else float("nan")
-    f.ours = (f"{points(pre)} → {points(post)} of {points(orig)} on the original questions: "
-              f"{points(100 * share)}% of the drop recovered")
     f.effect = 50 - 100 * share  # recovers little: under half of the drop
-    f.verdict, f.why = judge(f.effect, missing=None if lost > 0 else "no drop to recover",
+    if lost > 0 and bootstrap and _has(items, keys):
+        r_orig, r_pre, r_post = resampled_f1(items, keys, bootstrap)
+        r_lost = r_orig - r_pre
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r_share = np.where(r_lost > 0, (r_post - r_pre) / np.where(r_lost > 0, r_lost, 1), np.nan)
+        f.ci_low, f.ci_high = interval(50 - 100 * r_share, bootstrap["level"])
+        f.n = _count(items, keys[0])
+    f.ours = "; ".join(t for t in (
+        f"{points(pre)} → {points(post)} of {points(orig)} on the original questions: "
+        f"{points(100 * share)}% of the drop recovered", effect_text(f.effect, f.ci_low, f.ci_high))
+        if t)
+    f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high,
+                             missing=None if lost > 0 else "no drop to recover",
                              at_baseline=random_weights(tuned))
     return f
 

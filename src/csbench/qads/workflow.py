@@ -54,6 +54,11 @@ def original_subset(questions: pd.DataFrame, generated: dict[str, pd.DataFrame])
     return questions[questions["id"].isin(have)].reset_index(drop=True)
 
 
+# the per-question score tables (qa_items.tsv; the fine-tuning's <model>.<tag>.items.tsv adds
+# trained_on and split after model): exact 0/1 and F1 0-1 after the no-answer threshold
+ITEM_COLUMNS = ["model", "questions", "id", "has_answer", "exact", "f1"]
+
+
 def score_row(model: str, questions: str, dataset: list, preds: dict, na: dict | None) -> dict:
     from .metric import evaluate
 
