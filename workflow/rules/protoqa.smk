@@ -79,11 +79,12 @@ rule protoqa_rank:
 # questions, as long as the sampling baselines' lists; ProtoQA's "majority class".
 rule protoqa_trivial:
     input:
-        questions=data_table("protoqa", PQ["targets"]),
+        questions=PQ_QUESTIONS,
     output:
         ranked=f"{PROTOQA}/trivial/ranked.json",
     params:
         top=PQ_GEN["top"],
+        targets=PQ_TARGETS_READ,
     log:
         "logs/protoqa/trivial.log",
     threads: 1
