@@ -68,7 +68,7 @@ DATASETS = csbench.datasets.check_config(config)
 
 
 def dataset_input(name):
-    """The file a rule reads for data set ``name``: editing it reruns the rules that read it."""
+    """The file read for data set ``name``; editing it reruns the rules that read it."""
     return csbench.datasets.input_path(DATASETS[name], data_table)
 
 
