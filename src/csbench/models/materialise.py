@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, InputError
 from ..io import atomic_dir
-from ..modelspec import resolve
+from .offline import resolve
 from ..provenance import PROVENANCE
 from ..retry import TRANSIENT_HTTP, with_retries
 from .gguf import convert_checked
