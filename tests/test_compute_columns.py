@@ -114,17 +114,17 @@ def test_qads_score_records_what_computed_the_predictions(tmp_path, monkeypatch)
     compute = {"compute_device": "cpu", "compute_dtype": "bfloat16"}
     pred.write_text(json.dumps(with_compute({"q1": "c"}, compute)))
     na.write_text(json.dumps({"q1": -1.0}))
-    out = tmp_path / "qa_scores.tsv"
+    out, per_question = tmp_path / "qa_scores.tsv", tmp_path / "qa_items.tsv"
     params = {"pairs": [("m", "original")], "sets": ["original"], "random": {"m": False},
               "source": {"m": "hf:x/y"}, "verified": False}
     run_script("qads_score", tmp_path, monkeypatch,
                Files(questions=[str(questions)], preds=[str(pred)], na_probs=[str(na)]),
-               Files(str(out)), params)
+               Files(str(out), per_question=str(per_question)), params)
     row = pd.read_csv(out, sep="\t").iloc[0]
     assert (row["exact"], row["compute_device"], row["compute_dtype"]) == (100.0, "cpu", "bfloat16")
     pred.write_text(json.dumps({"q1": "c"}))  # written before: named, with --forcerun
     with pytest.raises(InputError) as exc:
         run_script("qads_score", tmp_path, monkeypatch,
                    Files(questions=[str(questions)], preds=[str(pred)], na_probs=[str(na)]),
-                   Files(str(out)), params)
+                   Files(str(out), per_question=str(per_question)), params)
     assert "m.original.json" in str(exc.value) and "--forcerun" in str(exc.value)
