@@ -11,6 +11,11 @@ from .batching import is_oom
 
 log = logging.getLogger(__name__)
 
+# The fewest positions per output-layer call of the per-token statistics (head_chunks): the
+# fp32 GEMM [rows x hidden] @ [hidden x vocab] of Gemma-3's 262k vocabulary ran at 40 GFLOPS
+# with 64 rows, 56 with 256 (one thread, AVX2; bench/signals_cost.py).
+HEAD_MIN_ROWS = 256
+
 # Config attributes of models whose logits are not simply lm_head(final hidden state).
 _SPECIAL_LOGIT_ATTRS = ("final_logit_softcapping", "logit_scale", "logits_scaling",
                         "output_multiplier_scale")
@@ -147,9 +152,9 @@ class Forward:
         at its positions (``hidden[bi[j], ti[j]]``, in order): the target's log-prob and, over
         the whole vocabulary, ``mu = sum p log p`` and ``sigma = sqrt(sum p (log p - mu)^2)``
         (0 log 0 = 0), in fp32. A position several requests share (a trie's shared prefix) runs
-        through the output layer once. The output layer runs on chunks of positions (~64 MB of
-        logits: its weights are read once per chunk); the statistics on slices of a chunk small
-        enough to stay in the CPU's cache (~2 MB), in place (:func:`vocab_stats`)."""
+        through the output layer once. The output layer runs on chunks of positions
+        (:func:`head_chunks`: its weights are read once per chunk); the statistics on slices of
+        a chunk small enough to stay in the CPU's cache (~2 MB), in place (:func:`vocab_stats`)."""
         import torch
 
         from .tokenstats import TokenStats
@@ -164,11 +169,10 @@ class Forward:
         tg = torch.tensor(tgt, dtype=torch.long)
         lps = torch.empty(len(tgt), dtype=torch.float32)
         vocab = self.head.weight.shape[0] if self.partial_logits else picked.shape[-1]
-        step = max(1, (1 << 24) // max(1, vocab))
         small = max(1, (1 << 19) // max(1, vocab))
         mus, sigmas = [], []
-        for a in range(0, picked.shape[0], step):
-            h = picked[a:a + step]
+        for a, b in head_chunks(picked.shape[0], vocab):
+            h = picked[a:b]
             logits = self.project(h) if self.partial_logits else h
             end = a + logits.shape[0]
             for s in range(a, end, small):
@@ -191,6 +195,17 @@ class Forward:
             st.sigma.append(sd)
         for u, st in per.items():
             out[u] = st
+
+
+def head_chunks(n: int, vocab: int) -> list[tuple[int, int]]:
+    """``n`` positions cut into near-equal chunks ``[(start, end)]`` for the output layer: as
+    many positions as ~64 MB of fp32 logits hold, but at least :data:`HEAD_MIN_ROWS` (the head's
+    weights are read from memory once per chunk: with a large vocabulary and a few dozen rows
+    per chunk, reading them costs more than the multiplication), and no small remainder chunk
+    (``step`` to ``2 step - 1`` rows each, fewer only when ``n`` is)."""
+    step = max(HEAD_MIN_ROWS, (1 << 24) // max(1, vocab))
+    k = max(1, n // step)
+    return [(n * i // k, n * (i + 1) // k) for i in range(k)]
 
 
 def vocab_stats(logp):
