@@ -341,6 +341,36 @@ def test_vocab_stats_equal_the_masked_formula():
         assert torch.allclose(got_sigma, sigma[rows], atol=1e-6)
 
 
+def test_head_chunks_are_contiguous_and_large_enough():
+    """The output layer's chunks cover the positions in order, each of ``step`` to
+    ``2 step - 1`` rows (at least HEAD_MIN_ROWS, whatever the vocabulary), fewer only when
+    there are fewer positions."""
+    from csbench.lm.forward import HEAD_MIN_ROWS, head_chunks
+
+    for n, vocab in ((1, 262144), (255, 262144), (256, 262144), (700, 262144),
+                     (1023, 151936), (5000, 49152), (40, 300)):
+        chunks = head_chunks(n, vocab)
+        step = max(HEAD_MIN_ROWS, (1 << 24) // vocab)
+        assert chunks[0][0] == 0 and chunks[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+        assert all(step <= e - s < 2 * step for s, e in chunks) or chunks == [(0, n)]
+
+
+def test_token_stats_do_not_depend_on_the_head_chunks(tiny_lm_dir, monkeypatch):
+    """Per-token statistics with the output layer on chunks of 3 positions: the numbers of one
+    chunk per batch, up to fp32 rounding (the GEMM's kernel depends on its row count)."""
+    from csbench.lm import forward
+
+    texts = twin_texts()
+    ref = local(tiny_lm_dir).token_stats(texts)
+    monkeypatch.setattr(forward, "head_chunks",
+                        lambda n, vocab: [(a, min(a + 3, n)) for a in range(0, n, 3)])
+    got = local(tiny_lm_dir).token_stats(texts)
+    for a, b in zip(got, ref):
+        for name in ("lp", "mu", "sigma"):
+            assert np.allclose(getattr(a, name), getattr(b, name), atol=1e-5, rtol=0), name
+
+
 def test_half_precision_checks_scale_with_the_hidden_states():
     """bf16 noise on large hidden states (Qwen2.5's |h| reach 70-100, one bf16 step 0.5) passes
     the one-off checks; a state off by its own size (a wrong mask) does not; float32 stays
