@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 
 # The fewest positions per output-layer call of the per-token statistics (head_chunks): the
 # fp32 GEMM [rows x hidden] @ [hidden x vocab] of Gemma-3's 262k vocabulary ran at 40 GFLOPS
-# with 64 rows, 56 with 256 (the GEMM alone, one thread, AVX2 EPYC; docs/contamination.md).
+# with 64 rows, 56 with 256 (bench/lm_head_rows.py, one thread, AVX2 EPYC).
 HEAD_MIN_ROWS = 256
 
 # Config attributes of models whose logits are not simply lm_head(final hidden state).
