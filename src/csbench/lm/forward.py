@@ -12,8 +12,8 @@ from .batching import is_oom
 log = logging.getLogger(__name__)
 
 # The fewest positions per output-layer call of the per-token statistics (head_chunks): the
-# fp32 GEMM [rows x hidden] @ [hidden x vocab] of Gemma-3's 262k vocabulary ran at 40 GFLOPS
-# with 64 rows, 56 with 256 (bench/lm_head_rows.py, one thread, AVX2 EPYC).
+# fp32 GEMM [rows x hidden] @ [hidden x vocab] of Gemma-3's 262k vocabulary ran at 38 GFLOPS
+# with 64 rows, 50 with 256 (bench/lm_head_rows.py, one thread, AVX2 EPYC).
 HEAD_MIN_ROWS = 256
 
 # Config attributes of models whose logits are not simply lm_head(final hidden state).
