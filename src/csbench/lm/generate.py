@@ -29,13 +29,13 @@ step a chunk's ``torch.multinomial`` draws one Exp(1) variate per (sequence, voc
 and each sequence takes ``argmax(probs / noise)``; the loop takes the same draws
 (:mod:`csbench.lm.noise`: on the CPU it computes variates only for tokens with non-zero
 probability and skips finished rows), and temperature, top-k and top-p give transformers'
-warper results, applied in generate's order (:mod:`csbench.lm.topp`). The reference runs a chunk until all its sequences
-have ended (EOS) or ``max_new_tokens`` and starts the next chunk where that left the stream; to
-decode chunks together the loop walks the earlier chunks' streams ahead to find the later
-chunks' start states, and decodes the later chunks again in the rare case that a chunk ended
-early with EOS in every sequence. After the post-processing the texts are those of the
-reference, except (1) where the batch size of a forward pass or the number of threads of an
-operation changes the floating-point result (none seen on real weights:
+warper results, applied in generate's order (top-p: :mod:`csbench.lm.topp`). The reference
+runs a chunk until all its sequences have ended (EOS) or ``max_new_tokens`` and starts the next
+chunk where that left the stream; to decode chunks together the loop walks the earlier chunks'
+streams ahead to find the later chunks' start states, and decodes the later chunks again in the
+rare case that a chunk ended early with EOS in every sequence. After the post-processing the
+texts are those of the reference, except (1) where the batch size of a forward pass or the
+number of threads of an operation changes the floating-point result (none seen on real weights:
 ``bench/protoqa_generate.py``) and (2) one case the loop cannot
 know: when a sequence stopped at ``stop``, the loop assumes the reference ran that chunk to
 ``max_new_tokens``; if instead every sequence of a chunk that is not the prompt's last would
