@@ -4,7 +4,7 @@
     .venv/bin/python bench/audit_speed.py --n 100000 --stage end2end --cache /tmp/emb_cache
 
 ``search``: precomputed normalised embeddings (n train x n test, MiniLM dimension 384, random
-unit vectors); csbench.audit.search.top1 (FAISS IndexFlatIP, queries streamed in blocks) against
+unit vectors); csbench.nearest.top1 (FAISS IndexFlatIP, queries streamed in blocks) against
 blocked numpy all-pairs (matrix product + argmax) and sklearn NearestNeighbors (brute, cosine),
 all in the same run. ``end2end``: synthetic sentences encoded through csbench.embed.Embedder
 (cold cache, then warm cache) and the full embedding audit; the baseline encodes with the same
@@ -53,14 +53,14 @@ def main():
     ap.add_argument("--sklearn", action="store_true", help="also time sklearn NearestNeighbors")
     ap.add_argument("--no-baseline", action="store_true", help="end2end: skip the baseline run")
     args = ap.parse_args()
-    from csbench.audit import search
+    from csbench import nearest
 
     res = {"n_train": args.n, "n_test": args.n, "stage": args.stage}
     if args.stage == "search":
         rng = np.random.default_rng(0)
         base, q = unit(rng, args.n, args.dim), unit(rng, args.n, args.dim)
-        (fs, fi), res["faiss_exact_s"] = timed(search.top1, q, base, block=16384, threads=2)
-        (ns, ni), res["numpy_blocked_s"] = timed(search.numpy_top1, q, base)
+        (fs, fi), res["faiss_exact_s"] = timed(nearest.top1, q, base, block=16384, threads=2)
+        (ns, ni), res["numpy_blocked_s"] = timed(nearest.numpy_top1, q, base)
         res["agree"] = float((fi == ni).mean())
         res["max_abs_diff"] = float(np.abs(fs - ns).max())
         res["speedup_vs_numpy"] = res["numpy_blocked_s"] / res["faiss_exact_s"]
@@ -70,7 +70,7 @@ def main():
             nn = NearestNeighbors(n_neighbors=1, algorithm="brute", metric="cosine", n_jobs=2).fit(base)
             (_, si), res["sklearn_brute_s"] = timed(nn.kneighbors, q)
             res["speedup_vs_sklearn"] = res["sklearn_brute_s"] / res["faiss_exact_s"]
-        (_, vi), res["faiss_ivf_s"] = timed(search.top1, q, base, method="ivf", threads=2)
+        (_, vi), res["faiss_ivf_s"] = timed(nearest.top1, q, base, method="ivf", threads=2)
         res["ivf_recall_at_1"] = float((vi == ni).mean())
     elif args.stage == "end2end":
         import pandas as pd
@@ -84,7 +84,7 @@ def main():
         base_emb = Embedder("sentence-transformers/all-MiniLM-L6-v2", cache_dir=None, batch_size=128)
 
         def baseline():
-            return search.numpy_top1(base_emb.encode(te), base_emb.encode(tr))
+            return nearest.numpy_top1(base_emb.encode(te), base_emb.encode(tr))
 
         if not args.no_baseline:
             _, res["baseline_encode_numpy_s"] = timed(baseline)
@@ -113,7 +113,7 @@ def main():
         _, res["cache_fill_s"] = timed(cache.put, [text_key(t) for t in uniq], vecs)
         index = dict(zip(uniq, vecs))
         (ns, ni), res["numpy_allpairs_s"] = timed(
-            search.numpy_top1, np.stack([index[t] for t in te]), np.stack([index[t] for t in tr]))
+            nearest.numpy_top1, np.stack([index[t] for t in te]), np.stack([index[t] for t in tr]))
         train, test = pd.DataFrame({"id": range(args.n), "t": tr}), pd.DataFrame({"id": range(args.n), "t": te})
         emb = Embedder(spec, cache_dir=args.cache)
         out, res["audit_s"] = timed(run_audit, train, test, emb.encode, ["t"],

@@ -8,10 +8,11 @@ whether every sample is the same (a prompt's samples must not depend on the othe
 their order).
 
 ``--compare REV`` times the sampler as of git revision ``REV`` (``src/csbench/lm/generate.py`` at
-that commit, loaded beside the current one; same model object) against the current one, block by
-block of ``--block`` questions, alternating which runs first, and checks that every sample is the
-same: the baseline with ``--baseline-threads`` torch threads, the current sampler with
-``--threads`` and ``--workers`` (prompts sampled at once, one-thread operations each).
+that commit, loaded beside the current one; same model object; what it imports from its package,
+the top-p filter ``lm/topp.py`` and the random stream ``lm/noise.py`` included, is the current
+code) against the current one, block by block of ``--block`` questions, alternating which runs
+first, and checks that every sample is the same: the baseline with ``--baseline-threads`` torch
+threads, the current sampler with ``--threads`` and ``--workers`` (prompts sampled at once, one-thread operations each).
 ``--sampler REV`` times the sampler of that revision alone (``bench/protoqa_cores.py`` runs this
 script in several processes at once).
 

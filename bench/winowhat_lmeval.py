@@ -45,7 +45,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# Bench-only model shapes (besides csbench.modelspec.RANDOM_SHAPES).
+# Bench-only model shapes (besides csbench.modelspec.spec.RANDOM_SHAPES).
 EXTRA_SHAPES = {
     "small-neox": dict(model_type="gpt_neox", hidden_size=256, num_hidden_layers=4,
                        num_attention_heads=4, intermediate_size=1024,
@@ -54,7 +54,7 @@ EXTRA_SHAPES = {
 
 
 def build_model(shape: str, outdir: Path) -> Path:
-    from csbench.modelspec import RANDOM_SHAPES
+    from csbench.modelspec.spec import RANDOM_SHAPES
     from csbench.models.random import build_random_model
 
     if (outdir / "config.json").exists():

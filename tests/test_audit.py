@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csbench.audit import engine, lexical, search, wordnet_sim
+from csbench import nearest
+from csbench.audit import engine, lexical, wordnet_sim
 from csbench.errors import InputError
 
 TRAIN = pd.DataFrame({
@@ -55,12 +56,12 @@ def test_faiss_blocks_match_numpy_reference():
     base /= np.linalg.norm(base, axis=1, keepdims=True)
     q = rng.normal(size=(301, 32)).astype(np.float32)
     q /= np.linalg.norm(q, axis=1, keepdims=True)
-    s, i = search.top1(q, base, block=64)
-    rs, ri = search.numpy_top1(q, base, block=100)
+    s, i = nearest.top1(q, base, block=64)
+    rs, ri = nearest.numpy_top1(q, base, block=100)
     assert np.array_equal(i, ri) and np.allclose(s, rs, atol=1e-5)
-    s2, i2 = search.top1(q, base, method="ivf", nlist=4, nprobe=4)
+    s2, i2 = nearest.top1(q, base, method="ivf", nlist=4, nprobe=4)
     assert np.array_equal(i2, ri)  # probing every list is exact
-    es, ei = search.top1(q, base[:0])
+    es, ei = nearest.top1(q, base[:0])
     assert (ei == -1).all()
 
 

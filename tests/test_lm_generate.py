@@ -263,7 +263,7 @@ def test_top_p_equals_transformers_warper(top_p):
     import torch
     from transformers.generation.logits_process import TopPLogitsWarper
 
-    from csbench.lm.generate import TopP
+    from csbench.lm.topp import TopP
 
     torch.manual_seed(0)
     for scale in (0.5, 3.0, 30.0):
@@ -286,7 +286,7 @@ def test_top_p_certain_rows_and_the_cut_off_edge():
     import torch
     from transformers.generation.logits_process import TopPLogitsWarper
 
-    from csbench.lm.generate import TopP, certain_cut
+    from csbench.lm.topp import TopP, certain_cut
 
     g = torch.Generator().manual_seed(0)
     vocab = 2000
@@ -317,7 +317,7 @@ def test_pick_equals_full_argmax(raw):
 
     import torch
 
-    from csbench.lm.generate import pick
+    from csbench.lm.noise import pick
 
     g = torch.Generator().manual_seed(1)
     probs = torch.softmax(torch.randn(4, 500, generator=g) * 3, dim=-1)
@@ -346,7 +346,7 @@ def test_chunk_draws_are_multinomials_stream(planned):
     for a row) and the state after it are those of drawing the whole chunk every step."""
     import torch
 
-    from csbench.lm.generate import Chunk, variates
+    from csbench.lm.noise import Chunk, variates
 
     n, vocab, steps = 4, 3000, 3
     g = torch.Generator().manual_seed(9)
@@ -370,13 +370,13 @@ def test_chunk_draws_are_multinomials_stream(planned):
 def test_raw_draws_equal_drawn_variates(gpt2, monkeypatch):
     """Raw draws (variates only where needed, finished rows skipped) where the torch build
     allows them; the samples are the same as when every variate is drawn."""
-    from csbench.lm import generate
+    from csbench.lm import noise
 
     model, tok = gpt2
     stop = re.compile("[kmwy]")
-    assert generate.raw_ok("cpu")
+    assert noise.raw_ok("cpu")
     a = sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW)
-    monkeypatch.setattr(generate, "raw_ok", lambda device: False)   # every variate drawn
+    monkeypatch.setattr(noise, "raw_ok", lambda device: False)   # every variate drawn
     assert sample_completions(model, tok, PROMPTS, 7, chunk=3, stop=stop, **KW) == a
 
 

@@ -15,7 +15,8 @@ from csbench.errors import ConfigError, InputError
 from csbench.lm import open_scorer
 from csbench.lm.backend import sample
 from csbench.lm.prompt import Formatter, Prompt, PromptFormat, model_format, model_lm
-from csbench.modelspec import LM_COLUMNS, check_config_models, lm_spec, parse, without_prompt_keys
+from csbench.modelspec import check_config_models, lm_spec, parse, without_prompt_keys
+from csbench.provenance import LM_COLUMNS
 from csbench.models.load import load_tokenizer
 from csbench.models.materialise import materialise
 from csbench.provenance import read_model_table, stamp

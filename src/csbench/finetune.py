@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .errors import ConfigError, InputError
 from .io import atomic_dir, sha256_file
-from .modelspec import FINETUNE_SETTINGS
+from .modelspec.finetune import FINETUNE_SETTINGS
 from .provenance import PROVENANCE, provenance
 
 log = logging.getLogger(__name__)
@@ -46,11 +46,12 @@ COLUMNS = ("prompt", "completion")
 
 def settings(config: dict, name: str) -> dict:
     """The resolved training settings of ``models.lm.<name>`` (a finetune spec): its base, data
-    and dev, and every setting of :data:`csbench.modelspec.FINETUNE_SETTINGS`, the spec's over the
-    config's ``finetune`` section (the schema's defaults where the config has none). ``dtype:
-    auto`` is resolved here for ``lm.device`` (:func:`csbench.compute.training_dtype`: bfloat16
-    only where the hardware has bf16 units), so the ``finetune_model`` rule's params, built by
-    this function, hold the dtype the job trains in, and its provenance records it."""
+    and dev, and every setting of :data:`csbench.modelspec.finetune.FINETUNE_SETTINGS`, the
+    spec's over the config's ``finetune`` section (the schema's defaults where the config has
+    none). ``dtype: auto`` is resolved here for ``lm.device``
+    (:func:`csbench.compute.training_dtype`: bfloat16 only where the hardware has bf16 units),
+    so the ``finetune_model`` rule's params, built by this function, hold the dtype the job
+    trains in, and its provenance records it."""
     from .compute import training_dtype
     from .config import default
 

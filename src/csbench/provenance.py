@@ -10,8 +10,17 @@ import json
 from pathlib import Path
 
 from .errors import InputError
-from .modelspec import COMPUTE_COLUMNS, PROMPT_COLUMNS, PROVENANCE_COLUMNS, WEIGHT_COLUMNS
 
+# Columns of every table that comes from a model: where its weights came from
+# (provenance_columns) and what computed with them (csbench.compute.compute_columns or a
+# scorer's compute()).
+WEIGHT_COLUMNS = ("random_model", "model_source", "model_sha256", "model_quant")
+COMPUTE_COLUMNS = ("compute_device", "compute_dtype")
+PROVENANCE_COLUMNS = WEIGHT_COLUMNS + COMPUTE_COLUMNS
+# What a causal LM's outputs also carry: the prompt format they were made with
+# (csbench.lm.prompt.PromptFormat.columns: raw | chat, and the system instruction or "").
+PROMPT_COLUMNS = ("prompt_format", "system_instruction")
+LM_COLUMNS = PROVENANCE_COLUMNS + PROMPT_COLUMNS
 PROVENANCE = "provenance.json"
 # What computed a served model's outputs is the server's business: recorded as "served".
 SERVED_COMPUTE = {"compute_device": "served", "compute_dtype": "served"}

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .io import sha256_file
 from .retry import ATTEMPTS, TRANSIENT_HTTP, with_retries
-from .modelspec import ModelSpec, Part
+from .modelspec.spec import ModelSpec, Part
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 22

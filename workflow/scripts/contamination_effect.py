@@ -4,7 +4,7 @@ import pandas as pd
 from csbench.contamination.effect import EFFECT_COLUMNS, effect
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
-from csbench.modelspec import COMPUTE_COLUMNS, LM_COLUMNS, PROMPT_COLUMNS
+from csbench.provenance import COMPUTE_COLUMNS, LM_COLUMNS, PROMPT_COLUMNS
 from csbench.provenance import read_model_table
 
 log = snakemake_logger(snakemake)

@@ -3,7 +3,7 @@ under the recipe: normalised, stop words removed for the paper's), with the cut 
 samples that max_new_tokens ended."""
 from csbench.io import write_json
 from csbench.logs import snakemake_logger
-from csbench.modelspec import LM_COLUMNS
+from csbench.provenance import LM_COLUMNS
 from csbench.protoqa.baseline import ranked_lists, sample_answer
 from csbench.provenance import read_model_table
 

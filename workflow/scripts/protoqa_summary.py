@@ -8,7 +8,7 @@ import pandas as pd
 
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
-from csbench.modelspec import LM_COLUMNS
+from csbench.provenance import LM_COLUMNS
 from csbench.protoqa import SAMPLING_ROWS
 from csbench.protoqa.scoring import summary_table
 from csbench.provenance import columns_of

@@ -7,7 +7,7 @@ import pandas as pd
 from csbench.io import read_json, write_tsv
 from csbench.logs import snakemake_logger
 from csbench.provenance import read_model_table
-from csbench.modelspec import PROVENANCE_COLUMNS
+from csbench.provenance import PROVENANCE_COLUMNS
 from csbench.qads.domains import top_domain_by_article
 from csbench.qads.finetune import by_domain, pooled, pooled_items, with_means
 from csbench.qads.workflow import finetune_inputs

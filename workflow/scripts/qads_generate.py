@@ -1,6 +1,6 @@
 """Generate QADS questions (modes one/all) and the substitutions table."""
 
-from csbench.embed import embed_cache_dir
+from csbench.embed import Embedder, embed_cache_dir
 from csbench.io import write_json, write_parquet
 from csbench.logs import snakemake_logger
 from csbench.qads.candidates import load_nlp
@@ -11,7 +11,8 @@ from csbench.qads.workflow import (disambiguator, original_subset, read_question
 log = snakemake_logger(snakemake)
 p = snakemake.params
 questions = select_questions(read_questions(snakemake.input.questions, p.dataset), p.questions)
-wsd = disambiguator(p.wsd["method"], p.lesk, p.encoder, embed_cache_dir(snakemake.config))
+embedder = Embedder(p.encoder, cache_dir=embed_cache_dir(snakemake.config)) if p.encoder else None
+wsd = disambiguator(p.wsd["method"], p.lesk, embedder)
 g, c = p.generation, p.candidates
 subs, out = generate(questions, wsd, modes=g["modes"], pos=c["pos"], mwes=c["mwes"],
                      context=p.wsd["context"], hypernyms=g["hypernyms"], multiword=g["multiword"],

@@ -1,7 +1,7 @@
 """Score the configured WSD methods on the unified evaluation framework."""
 import pandas as pd
 
-from csbench.embed import embed_cache_dir
+from csbench.embed import Embedder, embed_cache_dir
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
 from csbench.qads.workflow import disambiguator
@@ -11,8 +11,8 @@ log = snakemake_logger(snakemake)
 p = snakemake.params
 ev = p.wsd_eval
 tables = {name: pd.read_parquet(path) for name, path in zip(ev["datasets"], snakemake.input.tables)}
-cache = embed_cache_dir(snakemake.config)
-methods = {m: disambiguator(m, p.lesk, p.encoder, cache) for m in ev["methods"]}
+embedder = Embedder(p.encoder, cache_dir=embed_cache_dir(snakemake.config)) if p.encoder else None
+methods = {m: disambiguator(m, p.lesk, embedder) for m in ev["methods"]}
 res = evaluate(tables, methods, window=ev["window"])
 for r in res.itertuples():
     log.info("%s %s: P=%.4f R=%.4f F1=%.4f (n=%d)", r.method, r.dataset, r.precision, r.recall, r.f1, r.n)

@@ -4,7 +4,7 @@ import pandas as pd
 
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
-from csbench.modelspec import LM_COLUMNS
+from csbench.provenance import LM_COLUMNS
 from csbench.provenance import read_model_table
 from csbench.twentyq.calibration import with_calibrated
 from csbench.twentyq.scoring import plot_nll_by_quartile

@@ -3,7 +3,7 @@ import pandas as pd
 
 from csbench.io import write_parquet
 from csbench.logs import snakemake_logger
-from csbench.modelspec import LM_COLUMNS
+from csbench.provenance import LM_COLUMNS
 from csbench.provenance import read_model_table
 
 log = snakemake_logger(snakemake)

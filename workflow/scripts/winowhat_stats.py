@@ -5,7 +5,7 @@ import pandas as pd
 from csbench.io import write_tsv
 from csbench.logs import snakemake_logger
 from csbench.provenance import read_model_table
-from csbench.modelspec import LM_COLUMNS
+from csbench.provenance import LM_COLUMNS
 from csbench.winowhat.stats import accuracy_table, mcnemar_table
 
 log = snakemake_logger(snakemake)

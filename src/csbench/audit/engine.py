@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from . import lexical, search, wordnet_sim
+from .. import nearest
+from . import lexical, wordnet_sim
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ def run_audit(train: pd.DataFrame, test: pd.DataFrame, encode, text_fields, id_f
     queries = encode(te_txt)
     timings["encode_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    best, arg = search.top1(queries, base, method=search_method, block=block, threads=threads)
+    best, arg = nearest.top1(queries, base, method=search_method, block=block, threads=threads)
     timings["search_s"] = time.perf_counter() - t0
     out: dict[str, pd.DataFrame] = {
         "top1": pd.DataFrame({"test_id": te_ids,

@@ -65,7 +65,8 @@ no task constructs a backend itself::
     sample(model_dir, prompts, num_samples, lm=lm, cache_dir=cache_dir, max_new_tokens=20,
            temperature=0.69, top_p=0.9, seed=0, chunk=100, stop=..., cut=None)
     # -> list[list[str]]
-    # ProtoQA's sampling: the local sampler (csbench.lm.generate, order-independent, seeded per
+    # ProtoQA's sampling: the local sampler (csbench.lm.generate, with its top-p filter in
+    # csbench.lm.topp and its random stream in csbench.lm.noise; order-independent, seeded per
     # prompt) or the served model's completions
 
 For a local model :func:`open_scorer` returns a :class:`~csbench.lm.score.LMScorer` (device

@@ -60,7 +60,7 @@ class PromptFormat:
         return not self.chat and not self.system_instruction
 
     def columns(self) -> dict:
-        """The prompt columns of a model's outputs (:data:`csbench.modelspec.PROMPT_COLUMNS`)."""
+        """The prompt columns of a model's outputs (:data:`csbench.provenance.PROMPT_COLUMNS`)."""
         return {"prompt_format": "chat" if self.chat else "raw",
                 "system_instruction": self.system_instruction or ""}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..modelspec import HUB_PREFIX, OFFLINE_ALIASES
+from ..modelspec.spec import HUB_PREFIX, OFFLINE_ALIASES
 
 
 def minilm_package_path() -> Path | None:

@@ -1,13 +1,13 @@
 """Randomly initialised models (``random:<shape>`` specs): a byte-level BPE tokenizer trained
 in-process on text available offline, and a model of a named shape
-(:data:`csbench.modelspec.RANDOM_SHAPES`) built from a seed. For demos, tests and speed
+(:data:`csbench.modelspec.spec.RANDOM_SHAPES`) built from a seed. For demos, tests and speed
 benchmarks; their outputs are meaningless and every output that comes from one says so."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..modelspec import RANDOM_PREFIX, RANDOM_SHAPES
+from ..modelspec.spec import RANDOM_PREFIX, RANDOM_SHAPES
 from ..provenance import PROVENANCE
 
 

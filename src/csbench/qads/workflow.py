@@ -32,14 +32,13 @@ def select_questions(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def disambiguator(method: str, lesk: dict | None, encoder: str | None, cache_dir: str | None):
-    """A WSD method; ``lesk`` (``qads.wsd.enhanced_lesk``) and ``encoder`` are read by the
-    enhanced Lesk method only."""
+def disambiguator(method: str, lesk: dict | None, embedder):
+    """A WSD method; ``lesk`` (``qads.wsd.enhanced_lesk``) and ``embedder`` (the script's
+    :class:`csbench.embed.Embedder` of the rule's ``encoder``) are read by the enhanced Lesk
+    method only."""
     if method != "enhanced_lesk":
         return _wsd.Disambiguator(method)
-    from ..embed import Embedder
-
-    return _wsd.enhanced_lesk(lesk, Embedder(encoder, cache_dir=cache_dir))
+    return _wsd.enhanced_lesk(lesk, embedder)
 
 
 def squad_json(df: pd.DataFrame) -> dict:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import auroc, counts, interval, resamples
-from ..modelspec import PROVENANCE_COLUMNS
+from ..provenance import PROVENANCE_COLUMNS
 
 COLUMNS = ["variant", "auroc", "auroc_ci_low", "auroc_ci_high", "cal_accuracy", "cal_accuracy_ci_low",
            "cal_accuracy_ci_high", "cal_f1", "cal_f1_ci_low", "cal_f1_ci_high", "cal_pct_pred_yes",

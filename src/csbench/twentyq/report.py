@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..audit.report import audits_markdown
 from ..findings import (INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Finding, anchor,
                         at_baseline, difference_interval, effect_text, judge, points, with_interval)
 from ..sections import (Section, ci, markdown_table, num, pct, random_note, read_table, select,
@@ -339,3 +338,27 @@ def audit_findings(audits: pd.DataFrame | None, anchors) -> list[Finding]:
                 f.verdict, f.why = NOT_REPRODUCED, "one count is zero, the other not"
         out.append(f)
     return out
+
+
+AUDIT_COLUMNS = {"audit": "audit", "n_train": "train items", "n_test": "test items",
+                 "exact_duplicate_pairs": "exact dup. pairs",
+                 "normalised_duplicate_pairs": "normalised dup. pairs",
+                 "test_items_with_duplicate": "test items with a dup.", "top1_mean": "top-1 mean",
+                 "top1_q50": "top-1 median", "top1_q90": "top-1 90th", "top1_q99": "top-1 99th",
+                 "top1_max": "top-1 max", "pct_top1_ge_0.8": "% ≥ 0.8", "pct_top1_ge_0.9": "% ≥ 0.9",
+                 "pct_top1_ge_0.95": "% ≥ 0.95"}
+
+
+def audits_markdown(df: pd.DataFrame) -> str:
+    cols = [c for c in AUDIT_COLUMNS if c in df]
+    show = df[cols].copy()
+    for c in cols:
+        if c.startswith("top1_"):
+            show[c] = show[c].map(lambda v: num(v, 3))
+        elif c.startswith("pct_"):
+            show[c] = show[c].map(lambda v: num(v, 2))
+    show.columns = [AUDIT_COLUMNS[c] for c in cols]
+    return ("Train/test overlap per benchmark: duplicate pairs (exact, and equal after folding case, "
+            "punctuation and whitespace) and the distribution of each test item's top-1 cosine "
+            "similarity to the training items under the embedder.\n\n" + markdown_table(show))
+

@@ -19,7 +19,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from ..audit.search import top1
+from ..nearest import top1
 from ..text import bag_of_words, fold, words
 from ..wordnet import synsets
 
