@@ -55,6 +55,30 @@ def demo_run(demo_runs):
     return demo_runs[0]
 
 
+# The two tests that need no demo come first: they run while the demo is still running.
+
+
+def test_report_captions_render_as_plain_text():
+    """Every caption is reStructuredText rendered by docutils for the report: no docutils warnings,
+    and no link the text did not mean (``Answers@1/3`` renders as a mailto: link unless quoted)."""
+    from docutils.core import publish_parts
+
+    captions = sorted((REPO / "workflow" / "report").glob("*.rst"))
+    assert captions
+    for rst in captions:
+        html = publish_parts(rst.read_text(), writer_name="html",
+                             settings_overrides={"report_level": 5})["body"]
+        assert "<a " not in html and "system-message" not in html, (rst.name, html[:400])
+
+
+def test_lint_is_clean():
+    proc = subprocess.run([SNAKEMAKE, "--lint", "--snakefile", str(REPO / "Snakefile"),
+                           "--directory", str(REPO)], capture_output=True, text=True,
+                          env=dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data")))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Lints for rule" not in proc.stdout + proc.stderr
+
+
 def test_demo_dag_completes_and_is_up_to_date(demo_run):
     proc = smk(demo_run, "-n")
     assert planned_rules(proc) == {}, proc.stdout[-3000:]
@@ -112,27 +136,6 @@ def test_report_builds(demo_run):
     smk(demo_run, "--report", str(demo_run / "report.html"))
     html = (demo_run / "report.html").read_text(errors="replace")
     assert len(html) > 10_000
-
-
-def test_report_captions_render_as_plain_text():
-    """Every caption is reStructuredText rendered by docutils for the report: no docutils warnings,
-    and no link the text did not mean (``Answers@1/3`` renders as a mailto: link unless quoted)."""
-    from docutils.core import publish_parts
-
-    captions = sorted((REPO / "workflow" / "report").glob("*.rst"))
-    assert captions
-    for rst in captions:
-        html = publish_parts(rst.read_text(), writer_name="html",
-                             settings_overrides={"report_level": 5})["body"]
-        assert "<a " not in html and "system-message" not in html, (rst.name, html[:400])
-
-
-def test_lint_is_clean():
-    proc = subprocess.run([SNAKEMAKE, "--lint", "--snakefile", str(REPO / "Snakefile"),
-                           "--directory", str(REPO)], capture_output=True, text=True,
-                          env=dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data")))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "Lints for rule" not in proc.stdout + proc.stderr
 
 
 # Columns and JSON keys that record time, not results: left out of the determinism comparison
