@@ -23,12 +23,16 @@ DEMO_FIXTURES = {"demo_run", "demo_runs"}
 
 
 def smk_cmd(workdir: Path, *args: str) -> tuple[list[str], dict]:
-    """A Snakemake command on the demo config in ``workdir``. The greedy scheduler: the default
-    ILP one starts a CBC solver for every scheduling round (CPU the tests need elsewhere); which
-    ready job starts first changes no output."""
+    """A Snakemake command on the demo config in ``workdir``, scheduling cheaply (which ready job
+    starts first changes no output). The greedy scheduler: the default ILP one starts a CBC
+    solver for every scheduling round. A job rate limit checked every 10 s, not every second:
+    Snakemake 9.27 arms a one-second re-check timer on every scheduling round, timer rounds
+    included, so the re-checks pile up while long jobs run (30 rounds a second, each stat-ing
+    every ready job's inputs, seen with strace 35 min into a loaded demo run); the limit itself
+    (1000 jobs) never binds in the demo. A finished run may wait up to 10 s for its last timer."""
     cmd = [SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(REPO / "resources/demo/config.yaml"), "--cores", "2",
-           "--scheduler", "greedy", *args]
+           "--scheduler", "greedy", "--max-jobs-per-timespan", "1000/10s", *args]
     return cmd, dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
 
 
