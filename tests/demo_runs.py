@@ -11,6 +11,7 @@ until the end would fill and stall Snakemake); a failure quotes their tails.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ class BackgroundDemo:
         self.out, self.err = work.with_name(work.name + ".out"), work.with_name(work.name + ".err")
         with open(self.out, "w") as out, open(self.err, "w") as err:
             self.proc = subprocess.Popen(self.cmd, env=env, text=True, stdout=out, stderr=err,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
 
     def wait(self) -> Path:
         code = self.proc.wait()
@@ -74,13 +75,18 @@ class BackgroundDemo:
         return self.work
 
     def stop(self) -> None:
+        """Ends a run still going: Snakemake and its jobs (its own process group; on SIGTERM
+        alone Snakemake waits for its running jobs)."""
         if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                    self.proc.wait(timeout=30)
+                    break
+                except ProcessLookupError:
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
 
 
 class DemoRuns:
