@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: offline WordNet, tiny random models built once per session."""
+"""Shared pytest fixtures: offline WordNet, tiny random models built once per session, the
+demo runs of tests/test_workflow.py started in the background at the first test."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cpu_durations import pytest_addoption, pytest_configure  # noqa: F401  (--cpu-durations FILE)
+from demo_runs import DemoRuns
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("NLTK_DATA", str(REPO / "resources" / "nltk_data"))
@@ -17,6 +19,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session", autouse=True)
+def demo_background(request, tmp_path_factory):
+    """The demo run(s) the selected workflow tests read (tests/demo_runs.py), started now so they
+    run beside the unit tests; stopped at the end of the run if still running (``-x``, Ctrl-C)."""
+    runs = DemoRuns(tmp_path_factory, request.session.items)
+    yield runs
+    runs.stop()
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ third-party packages its script imports, directly or through the csbench modules
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from importlib.metadata import packages_distributions
@@ -44,6 +45,19 @@ def _module_file(mod: str) -> Path | None:
     return None
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per test run (every script's walk reaches the same
+    csbench modules)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def installed_distributions() -> dict:
+    """Top-level module -> distributions, read once (it scans every installed package's files)."""
+    return packages_distributions()
+
+
 def imports_of(path: Path, seen: set[Path] | None = None) -> set[str]:
     """Top-level names of third-party modules imported by ``path`` and csbench modules it uses."""
     seen = set() if seen is None else seen
@@ -51,7 +65,7 @@ def imports_of(path: Path, seen: set[Path] | None = None) -> set[str]:
         return set()
     seen.add(path)
     found: set[str] = set()
-    tree = ast.parse(path.read_text())
+    tree = parsed(path)
     pkg = None
     if SRC in path.parents:
         rel = path.relative_to(SRC).with_suffix("")
@@ -113,7 +127,7 @@ def test_rules_are_found():
 def test_env_lists_imported_packages(smk, env, script):
     assert env.exists(), f"{smk.name}: conda env {env} does not exist"
     assert script.exists(), f"{smk.name}: script {script} does not exist"
-    dists = packages_distributions()
+    dists = installed_distributions()
     listed = env_packages(env)
     missing = []
     for mod in sorted(imports_of(script)):

@@ -11,21 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from demo_runs import REPO, SNAKEMAKE, checked, smk_cmd
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 pytestmark = pytest.mark.integration
-
-
-def smk_cmd(workdir: Path, *args: str) -> tuple[list[str], dict]:
-    cmd = [SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(REPO / "resources/demo/config.yaml"), "--cores", "2", *args]
-    return cmd, dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
-
-
-def checked(cmd: list[str], proc) -> None:
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
 
 
 def smk(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -54,39 +42,41 @@ def planned_rules(proc: subprocess.CompletedProcess) -> dict[str, int]:
     return stats
 
 
-def demo_dir(tmp_path_factory, name: str) -> Path:
-    work = tmp_path_factory.mktemp(name)
-    (work / "resources").mkdir()
-    (work / "resources" / "demo").symlink_to(REPO / "resources" / "demo")
-    return work
-
-
 @pytest.fixture(scope="module")
-def demo_runs(request, tmp_path_factory):
+def demo_runs(demo_background):
     """The finished demo, and (when the determinism test is selected) a second fresh run in
-    another directory, run side by side with the first: a demo run keeps about one of CI's two
-    cores busy (start-up, one-thread jobs), so the pair takes little longer than one."""
-    work = demo_dir(tmp_path_factory, "demo")
-    second = None
-    if any(i.name == "test_two_fresh_demo_runs_give_identical_result_tables"
-           for i in request.session.items):
-        second = demo_dir(tmp_path_factory, "demo2")
-        cmd2, env = smk_cmd(second)
-        proc2 = subprocess.Popen(cmd2, env=env, text=True, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE)
-    try:
-        smk(work)
-    finally:
-        if second is not None:
-            out, err = proc2.communicate()
-    if second is not None:
-        checked(cmd2, subprocess.CompletedProcess(cmd2, proc2.returncode, out, err))
-    return work, second
+    another directory: both started in the background at the first test of the run
+    (tests/demo_runs.py, tests/conftest.py), side by side with each other and the unit tests."""
+    return demo_background.finished()
 
 
 @pytest.fixture(scope="module")
 def demo_run(demo_runs):
     return demo_runs[0]
+
+
+# The two tests that need no demo come first: they run while the demo is still running.
+
+
+def test_report_captions_render_as_plain_text():
+    """Every caption is reStructuredText rendered by docutils for the report: no docutils warnings,
+    and no link the text did not mean (``Answers@1/3`` renders as a mailto: link unless quoted)."""
+    from docutils.core import publish_parts
+
+    captions = sorted((REPO / "workflow" / "report").glob("*.rst"))
+    assert captions
+    for rst in captions:
+        html = publish_parts(rst.read_text(), writer_name="html",
+                             settings_overrides={"report_level": 5})["body"]
+        assert "<a " not in html and "system-message" not in html, (rst.name, html[:400])
+
+
+def test_lint_is_clean():
+    proc = subprocess.run([SNAKEMAKE, "--lint", "--snakefile", str(REPO / "Snakefile"),
+                           "--directory", str(REPO)], capture_output=True, text=True,
+                          env=dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data")))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Lints for rule" not in proc.stdout + proc.stderr
 
 
 def test_demo_dag_completes_and_is_up_to_date(demo_run):
@@ -146,27 +136,6 @@ def test_report_builds(demo_run):
     smk(demo_run, "--report", str(demo_run / "report.html"))
     html = (demo_run / "report.html").read_text(errors="replace")
     assert len(html) > 10_000
-
-
-def test_report_captions_render_as_plain_text():
-    """Every caption is reStructuredText rendered by docutils for the report: no docutils warnings,
-    and no link the text did not mean (``Answers@1/3`` renders as a mailto: link unless quoted)."""
-    from docutils.core import publish_parts
-
-    captions = sorted((REPO / "workflow" / "report").glob("*.rst"))
-    assert captions
-    for rst in captions:
-        html = publish_parts(rst.read_text(), writer_name="html",
-                             settings_overrides={"report_level": 5})["body"]
-        assert "<a " not in html and "system-message" not in html, (rst.name, html[:400])
-
-
-def test_lint_is_clean():
-    proc = subprocess.run([SNAKEMAKE, "--lint", "--snakefile", str(REPO / "Snakefile"),
-                           "--directory", str(REPO)], capture_output=True, text=True,
-                          env=dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data")))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "Lints for rule" not in proc.stdout + proc.stderr
 
 
 # Columns and JSON keys that record time, not results: left out of the determinism comparison
