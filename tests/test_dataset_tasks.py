@@ -97,11 +97,12 @@ def test_protoqa_targets_a_users_set_scores_like_the_builtin(tmp_path, monkeypat
     cfg = _config(tmp_path, monkeypatch, {"mypq": {
         "kind": "protoqa", "path": "pq.csv",
         "columns": {"id": "qid", "question": "q", "answers": "clusters", "counts": "n"}}},
-        protoqa={"targets": "mypq"})
+        protoqa={"targets": ["protoqa_dev", "mypq"]})
     from csbench.datasets import check_config, params
 
     check_config(cfg)
-    assert check_targets(cfg)["path"] == "pq.csv"
+    assert list(check_targets(cfg)) == ["protoqa_dev", "mypq"]  # in order, each checked
+    assert check_targets(cfg)["mypq"]["path"] == "pq.csv"
     mine = load_questions(tmp_path / "pq.csv", params(cfg["datasets"]["mypq"]))
     ref = load_questions(MIRROR / "protoqa/dev.crowdsourced.jsonl")
     assert list(mine) == list(ref) == builtin["id"].tolist()
@@ -110,12 +111,15 @@ def test_protoqa_targets_a_users_set_scores_like_the_builtin(tmp_path, monkeypat
               for qs in (mine, ref)]
     assert scored[0].equals(scored[1])     # cluster ids and raw answers do not enter wordnet
     # the built-in default: protoqa_dev, read as the normalised dev_crowdsourced table
-    assert check_targets(_config(tmp_path, monkeypatch))["path"] == "protoqa:dev_crowdsourced"
+    assert check_targets(_config(tmp_path, monkeypatch))["protoqa_dev"]["path"] == "protoqa:dev_crowdsourced"
 
 
 @pytest.mark.parametrize("section,key,message", [
     ({"protoqa": {"targets": "nope"}}, "protoqa.targets", "is not a data set"),
     ({"protoqa": {"targets": "squad_v2_dev"}}, "protoqa.targets", "of kind squad, not protoqa"),
+    ({"protoqa": {"targets": ["protoqa_dev", "squad_v2_dev"]}}, "protoqa.targets",
+     "of kind squad, not protoqa"),
+    ({"protoqa": {"targets": ["protoqa_dev", "protoqa_dev"]}}, "protoqa.targets", "none twice"),
     ({"qads": {"questions": {"table": "protoqa_dev"}}}, "qads.questions.table",
      "of kind protoqa, not squad"),
     ({"contamination": {"benchmarks": ["wsc", "mine"]}}, "contamination.benchmarks",

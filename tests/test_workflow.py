@@ -331,7 +331,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "winowhat.user_files.winogrande_test": str(user_csv),
         "winowhat.user_files.wsc": str(user_csv),
         "protoqa.predictions": {"again": "{mirror}/protoqa/dev.predictions.demo.json"},
-        "protoqa.targets": "demo_protoqa",  # the demo's user protoqa set
+        "protoqa.targets": ["demo_protoqa", "protoqa_dev"],  # the predictions files answer the first
         "protoqa.generation.models": [],
         "twentyq.scoring.models": [],
         "twentyq.scoring.figure_variant": "few_shot",
