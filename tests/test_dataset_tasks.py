@@ -122,6 +122,8 @@ def test_protoqa_targets_a_users_set_scores_like_the_builtin(tmp_path, monkeypat
     ({"protoqa": {"targets": ["protoqa_dev", "protoqa_dev"]}}, "protoqa.targets", "none twice"),
     ({"qads": {"questions": {"table": "protoqa_dev"}}}, "qads.questions.table",
      "of kind protoqa, not squad"),
+    ({"qads": {"questions": {"table": ["squad_v2_dev", "squad_v2_dev"]}}}, "qads.questions.table",
+     "none twice"),
     ({"contamination": {"benchmarks": ["wsc", "mine"]}}, "contamination.benchmarks",
      "'mine' is not a data set"),
 ])
@@ -150,13 +152,29 @@ def test_qads_reads_a_users_squad_file_as_the_builtin_table(tmp_path, monkeypatc
     cfg = _config(tmp_path, monkeypatch, {"mysq": {"kind": "squad", "path": "my-squad.json",
                                                    "settings": {"limit": 5}}},
                   qads={"questions": {"table": "mysq"}})
-    e = check_dataset(cfg)
+    e = check_dataset(cfg)["mysq"]
     got = read_questions(tmp_path / "my-squad.json", params(e))
     every = read_squad(MIRROR / "squad_v2/dev-v2.0.json")
     assert len(got) == 5 and set(got["id"]) <= set(every["id"])   # the set's own sample
     assert list(got.columns) == list(every.columns)
     sel = select_questions(got, {"ids": None, "limit": None, "seed": 0})
     assert sel.equals(every[every["id"].isin(got["id"])].reset_index(drop=True))
+
+
+def test_qads_scores_a_list_of_squad_sets_the_first_at_results_qads(tmp_path, monkeypatch):
+    """qads.questions.table as a list: every set is checked, in order; the first keeps
+    results/qads/ (verified, fine-tuned on), each other set is rewritten and answered under
+    results/qads/sets/<name>/."""
+    import shutil
+
+    from csbench.qads.workflow import check_dataset, set_dir
+
+    shutil.copy(MIRROR / "squad_v2/dev-v2.0.json", tmp_path / "my-squad.json")
+    cfg = _config(tmp_path, monkeypatch, {"mysq": {"kind": "squad", "path": "my-squad.json"}},
+                  qads={"questions": {"table": ["squad_v2_dev", "mysq"]}})
+    names = list(check_dataset(cfg))
+    assert names == ["squad_v2_dev", "mysq"]
+    assert [set_dir(names, n) for n in names] == ["", "sets/mysq/"]
 
 
 def test_contamination_plan_reads_data_sets_of_every_kind(tmp_path, monkeypatch):
