@@ -566,6 +566,76 @@ def test_the_20q_finetuned_arm_reruns_when_its_training_items_change(demo_run, t
     assert "twentyq_finetune_data" not in got["fine_tuned"]["run"]
 
 
+def test_editing_a_data_set_file_reruns_only_what_reads_it(demo_run, tmp_path):
+    """Issue 37: a data set's file is an input of the jobs that read that set and of no other.
+    Each of the demo's user data set files is edited in turn (the finished demo pointed at a copy
+    of resources/demo/datasets, as above): the dry run reruns the jobs that read it (its own
+    twentyq_dataset, ProtoQA and QADS jobs; the contamination probes; the audit that names it)
+    and what reads their outputs, and nothing of the other sets."""
+    import gzip
+    import shutil
+
+    readers = {  # file -> (how to edit it, rules that read the set, where their jobs write)
+        "winograd.csv": ("W99,The cup fell off _ because the shelf tilted.,the shelf,the table,1,,"
+                         "physical,added\n", {"winowhat_items", "contamination_probes"}, {}),
+        "yesno.tsv": ("y99\tA kettle boils water.\tyes\tkettle\ttest\tadded\n",
+                      {"twentyq_dataset", "contamination_probes", "audit_run"},
+                      {"twentyq_dataset": "results/twentyq/demo_yesno/", "audit_run": "results/audit/demo_sets/"}),
+        "protoqa.jsonl": ('{"qid": "dq99", "prompt": "Name a fruit.", "clusters": [["apple"]], "sizes": [9]}\n',
+                          {"protoqa_generate", "protoqa_trivial", "protoqa_eval", "protoqa_issues",
+                           "contamination_probes"},
+                          {r: "results/protoqa/demo_protoqa/" for r in ("protoqa_generate", "protoqa_trivial",
+                                                                         "protoqa_eval", "protoqa_issues")}),
+        "squad.json.gz": (None, {"qads_generate", "contamination_probes", "audit_run"},
+                          {"qads_generate": "results/qads/sets/demo_squad/",
+                           "audit_run": "results/audit/demo_sets/"}),
+    }
+    graph = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
+                                   {"__graph__": {}}, tmp_path)["__graph__"]
+
+    def downstream(start: set) -> set:
+        seen, todo = set(), list(start)
+        while todo:
+            r = todo.pop()
+            if r not in seen:
+                seen.add(r)
+                todo.extend(graph.get(r, []))
+        return seen
+
+    link = demo_run / "resources" / "demo"
+    problems = []
+    for name, (line, rules, where) in readers.items():
+        shadow = tmp_path / name / "demo"
+        shadow.mkdir(parents=True)
+        for child in (REPO / "resources/demo").iterdir():
+            if child.name != "datasets":
+                (shadow / child.name).symlink_to(child)
+        shutil.copytree(REPO / "resources/demo/datasets", shadow / "datasets")  # mtimes kept
+        edited = shadow / "datasets" / name
+        if line is None:  # a gzipped file: the same JSON written again
+            edited.write_bytes(gzip.compress(gzip.decompress(edited.read_bytes())))
+        else:
+            edited.write_text(edited.read_text() + line)
+        link.unlink()
+        try:
+            link.symlink_to(shadow)
+            got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
+                                         {"edited": {}}, tmp_path)["edited"]
+        finally:
+            link.unlink()
+            link.symlink_to(REPO / "resources" / "demo")
+        if "error" in got:
+            problems.append(f"{name}: {got['error']}")
+            continue
+        missing, extra = rules - set(got["rerun"]), set(got["rerun"]) - downstream(rules)
+        others = [j for j in got["rerun_jobs"] if j.split()[0] in where
+                  and not j.split()[1].startswith(where[j.split()[0]])]
+        if missing or extra or others:
+            problems.append(f"{name}: does not rerun {sorted(missing)}; reruns {sorted(extra)} "
+                            f"beyond its readers; reruns other sets' jobs {others}")
+    assert not problems, "\n".join(problems)
+
+
 def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     """Issue 29: a mirror file edited in place was not noticed (the download rules had no
     inputs). Now a source's mirror files are its download rule's inputs: an edited one reruns the
