@@ -98,12 +98,12 @@ def test_protoqa_targets_a_users_set_scores_like_the_builtin(tmp_path, monkeypat
         "kind": "protoqa", "path": "pq.csv",
         "columns": {"id": "qid", "question": "q", "answers": "clusters", "counts": "n"}}},
         protoqa={"targets": ["protoqa_dev", "mypq"]})
-    from csbench.datasets import check_config, params
+    from csbench.datasets import check_config, read_params
 
     check_config(cfg)
     assert list(check_targets(cfg)) == ["protoqa_dev", "mypq"]  # in order, each checked
     assert check_targets(cfg)["mypq"]["path"] == "pq.csv"
-    mine = load_questions(tmp_path / "pq.csv", params(cfg["datasets"]["mypq"]))
+    mine = load_questions(tmp_path / "pq.csv", read_params(cfg["datasets"]["mypq"]))
     ref = load_questions(MIRROR / "protoqa/dev.crowdsourced.jsonl")
     assert list(mine) == list(ref) == builtin["id"].tolist()
     preds = MIRROR / "protoqa/dev.predictions.demo.json"
@@ -145,7 +145,7 @@ def test_qads_reads_a_users_squad_file_as_the_builtin_table(tmp_path, monkeypatc
     import shutil
 
     from csbench.data.squad_v2 import read_squad
-    from csbench.datasets import params
+    from csbench.datasets import read_params
     from csbench.qads.workflow import check_dataset, read_questions, select_questions
 
     shutil.copy(MIRROR / "squad_v2/dev-v2.0.json", tmp_path / "my-squad.json")
@@ -153,7 +153,7 @@ def test_qads_reads_a_users_squad_file_as_the_builtin_table(tmp_path, monkeypatc
                                                    "settings": {"limit": 5}}},
                   qads={"questions": {"table": "mysq"}})
     e = check_dataset(cfg)["mysq"]
-    got = read_questions(tmp_path / "my-squad.json", params(e))
+    got = read_questions(tmp_path / "my-squad.json", read_params(e))
     every = read_squad(MIRROR / "squad_v2/dev-v2.0.json")
     assert len(got) == 5 and set(got["id"]) <= set(every["id"])   # the set's own sample
     assert list(got.columns) == list(every.columns)

@@ -17,7 +17,7 @@ def pq_questions(wc):
 
 
 def pq_read(wc):
-    return csbench.datasets.read_params(PQ_SETS[wc.qset])
+    return dataset_params(wc.qset)
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])

@@ -14,7 +14,7 @@ QADS_TABLES = _qdw.check_dataset(config)
 QADS_DIRS = {_qdw.set_dir(list(QADS_TABLES), n): n for n in QADS_TABLES}
 QADS_DIR_WC = "|".join(re.escape(d) for d in QADS_DIRS)
 QADS_QUESTIONS = dataset_input(next(iter(QADS_TABLES)))
-QADS_READ = csbench.datasets.read_params(next(iter(QADS_TABLES.values())))
+QADS_READ = dataset_params(next(iter(QADS_TABLES)))
 
 
 def qads_set_questions(wc):
@@ -22,7 +22,7 @@ def qads_set_questions(wc):
 
 
 def qads_set_read(wc):
-    return csbench.datasets.read_params(QADS_TABLES[QADS_DIRS[wc.qdir]])
+    return dataset_params(QADS_DIRS[wc.qdir])
 
 
 def qads_selection(wc):
