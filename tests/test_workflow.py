@@ -450,6 +450,17 @@ def rerun_sets_in_parallel(workdir: Path, base: Path, changes: dict, tmp: Path) 
     return got
 
 
+def downstream(graph: dict, start: set) -> set:
+    """The rules of ``start`` and every rule below them in ``graph`` (rule -> its readers)."""
+    seen, todo = set(), list(start)
+    while todo:
+        r = todo.pop()
+        if r not in seen:
+            seen.add(r)
+            todo.extend(graph.get(r, []))
+    return seen
+
+
 def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
     """Issue 26: every schema leaf declares (``x-reruns``) the rules whose outputs depend on it;
     changing it on the finished demo must rerun those rules (where the demo runs them) and what
@@ -494,22 +505,13 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
     assert got.pop("__none__")["run"] == [], "the finished demo is not up to date"
     demo_rules = set(graph) | {r for d in graph.values() for r in d}
 
-    def downstream(start: set) -> set:
-        seen, todo = set(), list(start)
-        while todo:
-            r = todo.pop()
-            if r not in seen:
-                seen.add(r)
-                todo.extend(graph.get(r, []))
-        return seen
-
     problems = []
     for key, observed in got.items():
         if "error" in observed:
             problems.append(f"{key}: {observed['error']}")
             continue
         declared = set(leaves[key]["x-reruns"])
-        extra = set(observed["rerun"]) - downstream(declared)
+        extra = set(observed["rerun"]) - downstream(graph, declared)
         missing = set() if key in INERT else (declared & demo_rules) - set(observed["run"])
         if extra or missing:
             problems.append(f"{key}: reruns {sorted(extra)} it does not declare"
@@ -593,15 +595,6 @@ def test_editing_a_data_set_file_reruns_only_what_reads_it(demo_run, tmp_path):
     graph = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
                                    {"__graph__": {}}, tmp_path)["__graph__"]
 
-    def downstream(start: set) -> set:
-        seen, todo = set(), list(start)
-        while todo:
-            r = todo.pop()
-            if r not in seen:
-                seen.add(r)
-                todo.extend(graph.get(r, []))
-        return seen
-
     link = demo_run / "resources" / "demo"
     problems = []
     for name, (line, rules, where) in readers.items():
@@ -627,7 +620,7 @@ def test_editing_a_data_set_file_reruns_only_what_reads_it(demo_run, tmp_path):
         if "error" in got:
             problems.append(f"{name}: {got['error']}")
             continue
-        missing, extra = rules - set(got["rerun"]), set(got["rerun"]) - downstream(rules)
+        missing, extra = rules - set(got["rerun"]), set(got["rerun"]) - downstream(graph, rules)
         others = [j for j in got["rerun_jobs"] if j.split()[0] in where
                   and not j.split()[1].startswith(where[j.split()[0]])]
         if missing or extra or others:
