@@ -568,6 +568,20 @@ def test_the_20q_finetuned_arm_reruns_when_its_training_items_change(demo_run, t
     assert "twentyq_finetune_data" not in got["fine_tuned"]["run"]
 
 
+def rerun_with_demo_files(demo_run: Path, shadow: Path, tmp_path: Path) -> dict:
+    """What a dry run of the finished demo would run and rerun with its resources/demo link
+    pointed at ``shadow`` (a copy of resources/demo with a file edited), the link restored after."""
+    link = demo_run / "resources" / "demo"
+    link.unlink()
+    try:
+        link.symlink_to(shadow)
+        return rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
+                                      {"edited": {}}, tmp_path)["edited"]
+    finally:
+        link.unlink()
+        link.symlink_to(REPO / "resources" / "demo")
+
+
 def test_editing_a_data_set_file_reruns_only_what_reads_it(demo_run, tmp_path):
     """Issue 37: a data set's file is an input of the jobs that read that set and of no other.
     Each of the demo's user data set files is edited in turn (the finished demo pointed at a copy
@@ -595,7 +609,6 @@ def test_editing_a_data_set_file_reruns_only_what_reads_it(demo_run, tmp_path):
     graph = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
                                    {"__graph__": {}}, tmp_path)["__graph__"]
 
-    link = demo_run / "resources" / "demo"
     problems = []
     for name, (line, rules, where) in readers.items():
         shadow = tmp_path / name / "demo"
@@ -609,14 +622,7 @@ def test_editing_a_data_set_file_reruns_only_what_reads_it(demo_run, tmp_path):
             edited.write_bytes(gzip.compress(gzip.decompress(edited.read_bytes())))
         else:
             edited.write_text(edited.read_text() + line)
-        link.unlink()
-        try:
-            link.symlink_to(shadow)
-            got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
-                                         {"edited": {}}, tmp_path)["edited"]
-        finally:
-            link.unlink()
-            link.symlink_to(REPO / "resources" / "demo")
+        got = rerun_with_demo_files(demo_run, shadow, tmp_path)
         if "error" in got:
             problems.append(f"{name}: {got['error']}")
             continue
@@ -636,7 +642,6 @@ def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     the repository's: the finished demo is pointed at a copy of it whose WSC file is edited.)"""
     import shutil
 
-    link = demo_run / "resources" / "demo"
     shadow = tmp_path / "demo"
     shadow.mkdir()
     for child in (REPO / "resources/demo").iterdir():
@@ -649,14 +654,7 @@ def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     shutil.copytree(REPO / "resources/demo/mirror/wsc273", shadow / "mirror/wsc273")
     edited = shadow / "mirror/wsc273/WSCollection.xml"
     edited.write_text(edited.read_text() + "<!-- edited -->\n")
-    link.unlink()
-    try:
-        link.symlink_to(shadow)
-        got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
-                                     {"edited": {}}, tmp_path)["edited"]
-    finally:
-        link.unlink()
-        link.symlink_to(REPO / "resources" / "demo")
+    got = rerun_with_demo_files(demo_run, shadow, tmp_path)
     assert "rerun" in got, got
     got = got["rerun"]
     assert "download_wsc273" in got and "normalise" in got, got
