@@ -49,6 +49,9 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     if not ins.get("summary"):
         return Section("", findings=findings(pd.DataFrame(), anchors))
     summaries = {question_set(p): read_table(p) for p in ins["summary"]}
+    order = _files_first(list(summaries), lambda q: [c.partition("/")[2].removesuffix(
+        " (random weights)") for c in summaries[q].columns[1:]])
+    summaries = {q: summaries[q] for q in order}
     tables = [protoqa_table(s).assign(questions=q) for q, s in summaries.items()]
     t = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     if not t.empty:
@@ -72,9 +75,18 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
                                      scores[scores["questions"] == judged], bootstrap, judged))
 
 
+def _files_first(sets: list[str], systems) -> list[str]:
+    """Question sets in report order: the one the prediction files answer (the first of
+    ``protoqa.targets``: the only one with systems other than the trivial list and the sampling
+    baselines) first, then the others by name. ``systems(set)``: its systems."""
+    def files(q):
+        return any(s != TRIVIAL and not s.startswith("gen-") for s in systems(q))
+    return sorted(sets, key=lambda q: (not files(q), q))
+
+
 def finding_set(t: pd.DataFrame) -> str:
     """The question set the paper's finding is judged on: the one with the release's human and
-    fine-tuned prediction files (the first of ``protoqa.targets``), else the first set."""
+    fine-tuned prediction files, else the one the prediction files answer, else the first."""
     if t.empty:
         return ""
     for q in t["questions"].unique():
