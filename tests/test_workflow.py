@@ -521,7 +521,7 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
         extra = set(observed["rerun"]) - downstream(graph, declared)
         missing = set() if key in INERT else (declared & demo_rules) - set(observed["run"])
         if extra or missing:
-            problems.append(f"{key}: reruns {sorted(extra)} it does not declare"
+            problems.append(f"{key}:" + f" reruns {sorted(extra)} it does not declare"
                             * bool(extra) + f"; does not rerun {sorted(missing)}" * bool(missing))
     assert not problems, "\n".join(problems)
     # The settings issue 26 found rerunning hours of jobs: now none reruns a costly job.

@@ -25,8 +25,12 @@ def qads_set_read(wc):
     return dataset_params(QADS_DIRS[wc.qdir])
 
 
+# the first set's question selection (not `table`: which sets exist, and their files are inputs)
+QADS_SELECT = pick(QD["questions"], "limit", "ids", "seed")
+
+
 def qads_selection(wc):
-    return QD["questions"] if wc.qdir == "" else _qdw.ALL_QUESTIONS
+    return QADS_SELECT if wc.qdir == "" else _qdw.ALL_QUESTIONS
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # Each rule's params name the qads settings its output depends on (docs/ARCHITECTURE.md).
 # The WSD settings a disambiguation method reads (enhanced Lesk's weights; none for the others).
@@ -150,7 +154,7 @@ rule qads_verify:
                          category="QADS"),
         summary=f"{QADS}/verified/summary.json",
     params:
-        questions=QD["questions"],
+        questions=QADS_SELECT,
         dataset=QADS_READ,
         modes=QD["generation"]["modes"],
     log:
@@ -172,7 +176,7 @@ rule qads_domains:
     output:
         report(f"{QADS}/domains.tsv", caption="../report/qads_domains.rst", category="QADS"),
     params:
-        questions=QD["questions"],
+        questions=QADS_SELECT,
         dataset=QADS_READ,
         domains=QD["domains"],
     log:
@@ -282,7 +286,7 @@ rule qads_finetune_fold:
     params:
         ft=lambda wc: QADS_FT_ARMS[wc.ft_tag],
         qa=_qdr.fold_params(QD["qa"]),  # what the job computes with (csbench.qads.route)
-        questions=QD["questions"],
+        questions=QADS_SELECT,
         dataset=QADS_READ,
         set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         fold=lambda wc: int(wc.fold),
@@ -320,7 +324,7 @@ rule qads_finetune_gather:
         ft_tag=QADS_FT_TAGS,
     params:
         questions=QADS_FT["questions"],
-        select=QD["questions"],
+        select=QADS_SELECT,
         dataset=QADS_READ,
         set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         trained_on=lambda wc: _qdw.trained_on(QADS_FT_ARMS[wc.ft_tag]),
