@@ -25,8 +25,9 @@ def qads_set_read(wc):
     return dataset_params(QADS_DIRS[wc.qdir])
 
 
-# the first set's question selection (not `table`: which sets exist, and their files are inputs)
-QADS_SELECT = pick(QD["questions"], "limit", "ids", "seed")
+# the first set's question selection and the set it selects from (the rest of the
+# qads.questions.table list: which further sets exist, reruns none of the first set's jobs)
+QADS_SELECT = {**pick(QD["questions"], "limit", "ids", "seed"), "table": next(iter(QADS_TABLES))}
 
 
 def qads_selection(wc):
