@@ -12,7 +12,8 @@ QD = config["qads"]  # defaults filled by the config validation in the Snakefile
 # <name>/): the {qdir} wildcard is the set's directory prefix ("" for the first, csbench.qads.workflow).
 QADS_TABLES = _qdw.check_dataset(config)
 QADS_DIRS = {_qdw.set_dir(list(QADS_TABLES), n): n for n in QADS_TABLES}
-QADS_DIR_WC = "|".join(re.escape(d) for d in QADS_DIRS)
+# a non-empty pattern that also matches "" (an empty constraint would fall back to `.+`)
+QADS_DIR_WC = "(?:" + "|".join(re.escape(d) for d in QADS_DIRS) + ")"
 QADS_QUESTIONS = dataset_input(next(iter(QADS_TABLES)))
 QADS_READ = dataset_params(next(iter(QADS_TABLES)))
 
