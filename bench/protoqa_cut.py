@@ -21,7 +21,7 @@ paper's stop-word removal on samples drawn with the raw recipe), no sampling.
         --samples bench/out/protoqa_cut_smollm2.samples.json --out bench/out/protoqa_cut_smollm2.json
     # the samples of a reproduce run instead (every dev question, the run's prompt format)
     .venv/bin/python bench/protoqa_cut.py --questions ../shared/mirror/protoqa/dev.crowdsourced.jsonl \\
-        --from-parquet results/protoqa/generated/gemma3-270m/samples.parquet --out bench/out/cut_gemma.json
+        --from-parquet results/protoqa/protoqa_dev/generated/gemma3-270m/samples.parquet --out bench/out/cut_gemma.json
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def main():
     ap.add_argument("--questions", required=True, help="ProtoQA dev.crowdsourced.jsonl")
     ap.add_argument("--n-questions", type=int, default=None, help="first N questions (all)")
     ap.add_argument("--samples", help="samples file (written once, then read)")
-    ap.add_argument("--from-parquet", help="a workflow run's results/protoqa/generated/<model>/"
+    ap.add_argument("--from-parquet", help="a workflow run's results/protoqa/protoqa_dev/generated/<model>/"
                                            "samples.parquet instead of sampling (--samples unused)")
     add_sampling_args(ap)
     ap.add_argument("--dtype", default="bfloat16")

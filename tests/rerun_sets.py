@@ -2,7 +2,7 @@
 
 ``python tests/rerun_sets.py WORKDIR BASE_CONFIG CHANGES_JSON`` prints a JSON object: change name ->
 ``{"run": rules of the jobs Snakemake would run, "rerun": rules of those that rewrite an existing
-output}`` (or ``{"error": message}``); the change named
+output, "rerun_jobs": those jobs as "<rule> <first output>"}`` (or ``{"error": message}``); the change named
 ``__graph__`` gives the rule graph instead (rule -> rules downstream of it, one step). CHANGES_JSON maps
 a name to a config override (a nested mapping merged over BASE_CONFIG the way a second
 ``--configfile`` is). One process builds every DAG in turn (the Snakemake API, as ``snakemake -n``
@@ -56,8 +56,10 @@ def rerun_rules(workdir: Path, configfiles: list[Path], graph: bool = False):
         jobs = [j for j in w.dag.needrun_jobs() if j.rule.name != "all"]
         # a rerun rewrites an output that exists; a job none of whose outputs exist is new work
         # the change asks for (a new shard, model or corpus), not a rerun
-        reruns = {j.rule.name for j in jobs if any(Path(workdir, f).exists() for f in j.output)}
-        return {"run": sorted({j.rule.name for j in jobs}), "rerun": sorted(reruns)}
+        again = [j for j in jobs if any(Path(workdir, f).exists() for f in j.output)]
+        return {"run": sorted({j.rule.name for j in jobs}), "rerun": sorted({j.rule.name for j in again}),
+                # each rerun job as "<rule> <its first output>", for tests that name jobs, not rules
+                "rerun_jobs": sorted(f"{j.rule.name} {j.output[0]}" for j in again)}
 
 
 def keep_snakefile_translations() -> None:

@@ -882,7 +882,7 @@ def test_protoqa_eval_of_one_file_plans_no_model(tmp_path):
     (work / "resources" / "demo").symlink_to(REPO / "resources" / "demo")
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     cmd = [snakemake, "-n", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-           "--cores", "1", "results/protoqa/eval/demo-json/wordnet.tsv",
+           "--cores", "1", "results/protoqa/protoqa_dev/eval/demo-json/wordnet.tsv",
            "--configfile", str(REPO / "resources/demo/config.yaml")]
     env = dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)

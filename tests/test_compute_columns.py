@@ -116,7 +116,7 @@ def test_qads_score_records_what_computed_the_predictions(tmp_path, monkeypatch)
     na.write_text(json.dumps({"q1": -1.0}))
     out, per_question = tmp_path / "qa_scores.tsv", tmp_path / "qa_items.tsv"
     params = {"pairs": [("m", "original")], "sets": ["original"], "random": {"m": False},
-              "source": {"m": "hf:x/y"}, "verified": False}
+              "source": {"m": "hf:x/y"}, "verified": False, "dataset_name": "squad_v2_dev"}
     run_script("qads_score", tmp_path, monkeypatch,
                Files(questions=[str(questions)], preds=[str(pred)], na_probs=[str(na)]),
                Files(str(out), per_question=str(per_question)), params)

@@ -97,12 +97,13 @@ def test_protoqa_targets_a_users_set_scores_like_the_builtin(tmp_path, monkeypat
     cfg = _config(tmp_path, monkeypatch, {"mypq": {
         "kind": "protoqa", "path": "pq.csv",
         "columns": {"id": "qid", "question": "q", "answers": "clusters", "counts": "n"}}},
-        protoqa={"targets": "mypq"})
-    from csbench.datasets import check_config, params
+        protoqa={"targets": ["protoqa_dev", "mypq"]})
+    from csbench.datasets import check_config, read_params
 
     check_config(cfg)
-    assert check_targets(cfg)["path"] == "pq.csv"
-    mine = load_questions(tmp_path / "pq.csv", params(cfg["datasets"]["mypq"]))
+    assert list(check_targets(cfg)) == ["protoqa_dev", "mypq"]  # in order, each checked
+    assert check_targets(cfg)["mypq"]["path"] == "pq.csv"
+    mine = load_questions(tmp_path / "pq.csv", read_params(cfg["datasets"]["mypq"]))
     ref = load_questions(MIRROR / "protoqa/dev.crowdsourced.jsonl")
     assert list(mine) == list(ref) == builtin["id"].tolist()
     preds = MIRROR / "protoqa/dev.predictions.demo.json"
@@ -110,14 +111,19 @@ def test_protoqa_targets_a_users_set_scores_like_the_builtin(tmp_path, monkeypat
               for qs in (mine, ref)]
     assert scored[0].equals(scored[1])     # cluster ids and raw answers do not enter wordnet
     # the built-in default: protoqa_dev, read as the normalised dev_crowdsourced table
-    assert check_targets(_config(tmp_path, monkeypatch))["path"] == "protoqa:dev_crowdsourced"
+    assert check_targets(_config(tmp_path, monkeypatch))["protoqa_dev"]["path"] == "protoqa:dev_crowdsourced"
 
 
 @pytest.mark.parametrize("section,key,message", [
     ({"protoqa": {"targets": "nope"}}, "protoqa.targets", "is not a data set"),
     ({"protoqa": {"targets": "squad_v2_dev"}}, "protoqa.targets", "of kind squad, not protoqa"),
+    ({"protoqa": {"targets": ["protoqa_dev", "squad_v2_dev"]}}, "protoqa.targets",
+     "of kind squad, not protoqa"),
+    ({"protoqa": {"targets": ["protoqa_dev", "protoqa_dev"]}}, "protoqa.targets", "none twice"),
     ({"qads": {"questions": {"table": "protoqa_dev"}}}, "qads.questions.table",
      "of kind protoqa, not squad"),
+    ({"qads": {"questions": {"table": ["squad_v2_dev", "squad_v2_dev"]}}}, "qads.questions.table",
+     "none twice"),
     ({"contamination": {"benchmarks": ["wsc", "mine"]}}, "contamination.benchmarks",
      "'mine' is not a data set"),
 ])
@@ -139,20 +145,36 @@ def test_qads_reads_a_users_squad_file_as_the_builtin_table(tmp_path, monkeypatc
     import shutil
 
     from csbench.data.squad_v2 import read_squad
-    from csbench.datasets import params
+    from csbench.datasets import read_params
     from csbench.qads.workflow import check_dataset, read_questions, select_questions
 
     shutil.copy(MIRROR / "squad_v2/dev-v2.0.json", tmp_path / "my-squad.json")
     cfg = _config(tmp_path, monkeypatch, {"mysq": {"kind": "squad", "path": "my-squad.json",
                                                    "settings": {"limit": 5}}},
                   qads={"questions": {"table": "mysq"}})
-    e = check_dataset(cfg)
-    got = read_questions(tmp_path / "my-squad.json", params(e))
+    e = check_dataset(cfg)["mysq"]
+    got = read_questions(tmp_path / "my-squad.json", read_params(e))
     every = read_squad(MIRROR / "squad_v2/dev-v2.0.json")
     assert len(got) == 5 and set(got["id"]) <= set(every["id"])   # the set's own sample
     assert list(got.columns) == list(every.columns)
     sel = select_questions(got, {"ids": None, "limit": None, "seed": 0})
     assert sel.equals(every[every["id"].isin(got["id"])].reset_index(drop=True))
+
+
+def test_qads_scores_a_list_of_squad_sets_the_first_at_results_qads(tmp_path, monkeypatch):
+    """qads.questions.table as a list: every set is checked, in order; the first keeps
+    results/qads/ (verified, fine-tuned on), each other set is rewritten and answered under
+    results/qads/sets/<name>/."""
+    import shutil
+
+    from csbench.qads.workflow import check_dataset, set_dir
+
+    shutil.copy(MIRROR / "squad_v2/dev-v2.0.json", tmp_path / "my-squad.json")
+    cfg = _config(tmp_path, monkeypatch, {"mysq": {"kind": "squad", "path": "my-squad.json"}},
+                  qads={"questions": {"table": ["squad_v2_dev", "mysq"]}})
+    names = list(check_dataset(cfg))
+    assert names == ["squad_v2_dev", "mysq"]
+    assert [set_dir(names, n) for n in names] == ["", "sets/mysq/"]
 
 
 def test_contamination_plan_reads_data_sets_of_every_kind(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from csbench.config import SCHEMA, validate
-from csbench.datasets import KINDS, check_config, input_path, names, params, read_dataset
+from csbench.datasets import KINDS, check_config, input_path, names, read_dataset, read_params
 from csbench.errors import ConfigError, InputError
 
 
@@ -122,7 +122,7 @@ def test_builtins_are_entries_of_the_registry():
     assert {"csqa2", "csqa2_train"} <= set(names(cfg, "yesno"))
     assert cfg["datasets"]["csqa2"]["settings"] == {"limit": 5, "seed": 0, "fewshot": "csqa2_train"}
     assert input_path(cfg["datasets"]["csqa2"]) == "results/data/csqa2/dev.parquet"
-    assert params(cfg["datasets"]["csqa2"])["columns"]["topic"] == "topic_prompt"
+    assert read_params(cfg["datasets"]["csqa2"])["columns"]["topic"] == "topic_prompt"
     check_config(cfg)  # tables of sources: checked when a job reads them
 
 

@@ -109,17 +109,21 @@ def test_predictions_files_resolve_mirror_and_generation():
     pq = {"predictions": {"a": "{mirror}/protoqa/a.json", "b": "/x/b.jsonl"},
           "generation": {"enabled": True, "models": None}}
     warned = []
-    out = predictions_files(pq, "m", {"lm1": "random:tiny-gpt2"}, warn=warned.append)
-    assert out == {"a": "m/protoqa/a.json", "b": "/x/b.jsonl",
-                   "trivial": "results/protoqa/trivial/ranked.json",
-                   "gen-lm1": "results/protoqa/generated/lm1/ranked.json"}
-    out = predictions_files(pq, None, {}, warn=warned.append)
-    assert out == {"b": "/x/b.jsonl", "trivial": "results/protoqa/trivial/ranked.json"}
+    sets = ["protoqa_dev", "mine"]  # the configured files answer the first set's questions
+    out = predictions_files(pq, sets, "m", {"lm1": "random:tiny-gpt2"}, warn=warned.append)
+    assert out == {"protoqa_dev": {"a": "m/protoqa/a.json", "b": "/x/b.jsonl",
+                                   "trivial": "results/protoqa/protoqa_dev/trivial/ranked.json",
+                                   "gen-lm1": "results/protoqa/protoqa_dev/generated/lm1/ranked.json"},
+                   "mine": {"trivial": "results/protoqa/mine/trivial/ranked.json",
+                            "gen-lm1": "results/protoqa/mine/generated/lm1/ranked.json"}}
+    out = predictions_files(pq, sets[:1], None, {}, warn=warned.append)
+    assert out == {"protoqa_dev": {"b": "/x/b.jsonl",
+                                   "trivial": "results/protoqa/protoqa_dev/trivial/ranked.json"}}
     assert len(warned) == 1
     with pytest.raises(ValueError):
-        predictions_files(dict(pq, generation={"enabled": True, "models": ["nope"]}), "m", {})
+        predictions_files(dict(pq, generation={"enabled": True, "models": ["nope"]}), sets, "m", {})
     with pytest.raises(ValueError, match="reserved"):
-        predictions_files(dict(pq, predictions={"trivial": "/x/t.json"}), "m", {})
+        predictions_files(dict(pq, predictions={"trivial": "/x/t.json"}), sets, "m", {})
 
 
 def test_the_trivial_list_ranks_the_other_questions_answers():

@@ -105,7 +105,7 @@ def result_tables(root: Path, compute: bool = True) -> dict[str, list[str]]:
     return {
         "winowhat": [tsv(r / "winowhat/accuracy.tsv", acc), tsv(r / "winowhat/mcnemar.tsv", mcn),
                      str(r / "winowhat/accuracy.png")],
-        "protoqa": [tsv(r / "protoqa/summary.tsv", [dict(zip(pq, v)) for v in zip(*pq.values())])],
+        "protoqa": [tsv(r / "protoqa/protoqa_dev/summary.tsv", [dict(zip(pq, v)) for v in zip(*pq.values())])],
         "twentyq": [tsv(r / "twentyq/csqa2/metrics.tsv", tq), str(r / "twentyq/csqa2/nll.png"),
                     tsv(r / "audit/summary.tsv", audit)],
         "qads": [tsv(r / "qads/wsd_eval.tsv", wsd), str(qa_scores),
@@ -231,13 +231,16 @@ def test_results_from_tables_and_byte_identical_reruns(tmp_path):
     assert m1["difference"].round(4).item() == -0.02 and m1["control_difference"].round(4).item() == 0.01
     assert set(cats["subset"]) == {"in_original_experiment"}
     pq = pd.read_csv(a["protoqa"], sep="\t")  # the provenance rows stay out of the metrics
-    assert set(pq.columns) == {"similarity", "system", *PQ_METRICS} and len(pq) == 8
+    assert set(pq.columns) == {"questions", "similarity", "system", *PQ_METRICS} and len(pq) == 8
+    assert set(pq["questions"]) == {"protoqa_dev"}  # the question set it scored, named
     assert pq.loc[pq.system == "gen-m1", "max_answers@1"].round(4).tolist() == [0.1, 0.1]
     assert pq.system.tolist()[:4] == ["gpt2finetuned", "human", "gen-m1", "gen-m1-chat"]
     # the samples cut by the token budget, one row per model (the chat variant beside it)
-    assert ("| model | prompt | samples | cut by max_new_tokens | cut policy | recipe |\n"
-            "|---|---|---|---|---|---|\n| m1 | raw | 1500 | 23.4% | complete_words | raw |\n"
-            "| m1-chat | chat | 1500 | 1.3% | complete_words | raw |") in md
+    assert ("| questions | model | prompt | samples | cut by max_new_tokens | cut policy | recipe |\n"
+            "|---|---|---|---|---|---|---|\n"
+            "| protoqa_dev | m1 | raw | 1500 | 23.4% | complete_words | raw |\n"
+            "| protoqa_dev | m1-chat | chat | 1500 | 1.3% | complete_words | raw |") in md
+    assert "**questions `protoqa_dev`, exact matching**" in md
     # the Models table: one row per model and table, with what computed it
     models = md[md.index("## Models"):]
     lm = "| pypi:x==1 | Q4 | False | cpu | bfloat16 | chat | Be brief. |"

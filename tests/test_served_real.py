@@ -93,7 +93,7 @@ def test_demo_winowhat_protoqa_and_yesno_rules_run_against_the_server(keyed, ser
     cfg["lm"] = {"served": {"max_concurrency": 2}}
     (work / "served.yaml").write_text(yaml.safe_dump(cfg))
     targets = ["results/winowhat/smollm2-served/items.parquet",
-               "results/protoqa/generated/smollm2-served/ranked.json",
+               "results/protoqa/protoqa_dev/generated/smollm2-served/ranked.json",
                "results/twentyq/scores/smollm2-served/items.parquet",        # 20Q yes/no, demo split
                "results/twentyq/csqa2/scores/smollm2-served/items.parquet"]  # and on CSQA2 dev
     cmd = [SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
@@ -115,7 +115,7 @@ def test_demo_winowhat_protoqa_and_yesno_rules_run_against_the_server(keyed, ser
         assert (yesno["model_source"] == f"openai:{server.alias}@{server.base_url}").all(), target
         metrics = pd.read_csv(work / target.replace("items.parquet", "metrics.tsv"), sep="\t")
         assert len(metrics) >= 4 and metrics["accuracy"].between(0, 1).all(), target
-    meta = json.loads((work / "results/protoqa/generated/smollm2-served/meta.json").read_text())
+    meta = json.loads((work / "results/protoqa/protoqa_dev/generated/smollm2-served/meta.json").read_text())
     assert meta["provenance"]["spec"]["kind"] == "openai"
     # the key is in no output, log or provenance file
     for f in list((work / "results").rglob("*")) + list((work / "logs").rglob("*")) + \

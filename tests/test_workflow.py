@@ -245,7 +245,8 @@ def data_set_changes(key: str, tmp: Path) -> dict:
     """A ``datasets.*`` key's changes: set name -> new value, on the demo's winograd set (read by
     WinoWhat and the contamination scan), its yes/no set (20Q, the scan, the demo_sets audit) and
     the built-in sets ProtoQA and QADS read (protoqa_dev, squad_v2_dev); a kind on the demo's
-    squad set, which only the scan and the audit read (both search any kind)."""
+    squad set, which the scan and the audit read (both search any kind; QADS's list drops it with
+    the change, DATA_SET_ALSO)."""
     import shutil
 
     leaf = key.split(".", 2)[2]
@@ -269,6 +270,11 @@ def data_set_changes(key: str, tmp: Path) -> dict:
             "settings.limit": {"demo_wino": 3, "demo_yesno": 3, "protoqa_dev": 3, "squad_v2_dev": 5},
             "settings.seed": {"demo_wino": 1, "demo_yesno": 1},
             "settings.fewshot": {"demo_yesno": "csqa2_train"}}[leaf]
+
+
+# A data set change that needs another key changed with it: demo_squad of another kind leaves
+# QADS's list (which reads squad sets only) and stays in the scan and the audit, which read any kind.
+DATA_SET_ALSO = {"datasets.*.kind@demo_squad": {"qads": {"questions": {"table": "squad_v2_dev"}}}}
 
 
 # Keys whose generic change is not a valid or meaningful one: the change made instead.
@@ -300,7 +306,7 @@ def special_changes(work: Path, tmp: Path) -> dict:
         "winowhat.user_files.winogrande_test": str(user_csv),
         "winowhat.user_files.wsc": str(user_csv),
         "protoqa.predictions": {"again": "{mirror}/protoqa/dev.predictions.demo.json"},
-        "protoqa.targets": "demo_protoqa",  # the demo's user protoqa set
+        "protoqa.targets": ["demo_protoqa", "protoqa_dev"],  # the predictions files answer the first
         "protoqa.generation.models": [],
         "twentyq.scoring.models": [],
         "twentyq.scoring.figure_variant": "few_shot",
@@ -419,6 +425,17 @@ def rerun_sets_in_parallel(workdir: Path, base: Path, changes: dict, tmp: Path) 
     return got
 
 
+def downstream(graph: dict, start: set) -> set:
+    """The rules of ``start`` and every rule below them in ``graph`` (rule -> its readers)."""
+    seen, todo = set(), list(start)
+    while todo:
+        r = todo.pop()
+        if r not in seen:
+            seen.add(r)
+            todo.extend(graph.get(r, []))
+    return seen
+
+
 def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
     """Issue 26: every schema leaf declares (``x-reruns``) the rules whose outputs depend on it;
     changing it on the finished demo must rerun those rules (where the demo runs them) and what
@@ -442,7 +459,8 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
     for key, s in leaves.items():
         if key.startswith("datasets.*."):  # changed on the demo's sets (data_set_changes)
             for name, value in data_set_changes(key, tmp_path).items():
-                changes[f"{key}@{name}"] = nested(key.replace("*", name), value)
+                changes[f"{key}@{name}"] = {**nested(key.replace("*", name), value),
+                                            **DATA_SET_ALSO.get(f"{key}@{name}", {})}
             continue
         concrete = key.replace("audits.*", "audits.csqa2")
         if key.startswith("sources.") and key.endswith(".files"):  # a hash pinned
@@ -463,25 +481,16 @@ def test_every_config_key_reruns_exactly_its_declared_rules(demo_run, tmp_path):
     assert got.pop("__none__")["run"] == [], "the finished demo is not up to date"
     demo_rules = set(graph) | {r for d in graph.values() for r in d}
 
-    def downstream(start: set) -> set:
-        seen, todo = set(), list(start)
-        while todo:
-            r = todo.pop()
-            if r not in seen:
-                seen.add(r)
-                todo.extend(graph.get(r, []))
-        return seen
-
     problems = []
     for key, observed in got.items():
         if "error" in observed:
             problems.append(f"{key}: {observed['error']}")
             continue
         declared = set(leaves[key]["x-reruns"])
-        extra = set(observed["rerun"]) - downstream(declared)
+        extra = set(observed["rerun"]) - downstream(graph, declared)
         missing = set() if key in INERT else (declared & demo_rules) - set(observed["run"])
         if extra or missing:
-            problems.append(f"{key}: reruns {sorted(extra)} it does not declare"
+            problems.append(f"{key}:" + f" reruns {sorted(extra)} it does not declare"
                             * bool(extra) + f"; does not rerun {sorted(missing)}" * bool(missing))
     assert not problems, "\n".join(problems)
     # The settings issue 26 found rerunning hours of jobs: now none reruns a costly job.
@@ -535,6 +544,73 @@ def test_the_20q_finetuned_arm_reruns_when_its_training_items_change(demo_run, t
     assert "twentyq_finetune_data" not in got["fine_tuned"]["run"]
 
 
+def rerun_with_demo_files(demo_run: Path, shadow: Path, tmp_path: Path) -> dict:
+    """What a dry run of the finished demo would run and rerun with its resources/demo link
+    pointed at ``shadow`` (a copy of resources/demo with a file edited), the link restored after."""
+    link = demo_run / "resources" / "demo"
+    link.unlink()
+    try:
+        link.symlink_to(shadow)
+        return rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
+                                      {"edited": {}}, tmp_path)["edited"]
+    finally:
+        link.unlink()
+        link.symlink_to(REPO / "resources" / "demo")
+
+
+def test_editing_a_data_set_file_reruns_only_what_reads_it(demo_run, tmp_path):
+    """Issue 37: a data set's file is an input of the jobs that read that set and of no other.
+    Each of the demo's user data set files is edited in turn (the finished demo pointed at a copy
+    of resources/demo/datasets, as above): the dry run reruns the jobs that read it (its own
+    twentyq_dataset, ProtoQA and QADS jobs; the contamination probes; the audit that names it)
+    and what reads their outputs, and nothing of the other sets."""
+    import gzip
+    import shutil
+
+    readers = {  # file -> (how to edit it, rules that read the set, where their jobs write)
+        "winograd.csv": ("W99,The cup fell off _ because the shelf tilted.,the shelf,the table,1,,"
+                         "physical,added\n", {"winowhat_items", "contamination_probes"}, {}),
+        "yesno.tsv": ("y99\tA kettle boils water.\tyes\tkettle\ttest\tadded\n",
+                      {"twentyq_dataset", "contamination_probes", "audit_run"},
+                      {"twentyq_dataset": "results/twentyq/demo_yesno/", "audit_run": "results/audit/demo_sets/"}),
+        "protoqa.jsonl": ('{"qid": "dq99", "prompt": "Name a fruit.", "clusters": [["apple"]], "sizes": [9]}\n',
+                          {"protoqa_generate", "protoqa_trivial", "protoqa_eval", "protoqa_issues",
+                           "contamination_probes"},
+                          {r: "results/protoqa/demo_protoqa/" for r in ("protoqa_generate", "protoqa_trivial",
+                                                                         "protoqa_eval", "protoqa_issues")}),
+        "squad.json.gz": (None, {"qads_generate", "contamination_probes", "audit_run"},
+                          {"qads_generate": "results/qads/sets/demo_squad/",
+                           "audit_run": "results/audit/demo_sets/"}),
+    }
+    graph = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
+                                   {"__graph__": {}}, tmp_path)["__graph__"]
+
+    problems = []
+    for name, (line, rules, where) in readers.items():
+        shadow = tmp_path / name / "demo"
+        shadow.mkdir(parents=True)
+        for child in (REPO / "resources/demo").iterdir():
+            if child.name != "datasets":
+                (shadow / child.name).symlink_to(child)
+        shutil.copytree(REPO / "resources/demo/datasets", shadow / "datasets")  # mtimes kept
+        edited = shadow / "datasets" / name
+        if line is None:  # a gzipped file: the same JSON written again
+            edited.write_bytes(gzip.compress(gzip.decompress(edited.read_bytes())))
+        else:
+            edited.write_text(edited.read_text() + line)
+        got = rerun_with_demo_files(demo_run, shadow, tmp_path)
+        if "error" in got:
+            problems.append(f"{name}: {got['error']}")
+            continue
+        missing, extra = rules - set(got["rerun"]), set(got["rerun"]) - downstream(graph, rules)
+        others = [j for j in got["rerun_jobs"] if j.split()[0] in where
+                  and not j.split()[1].startswith(where[j.split()[0]])]
+        if missing or extra or others:
+            problems.append(f"{name}: does not rerun {sorted(missing)}; reruns {sorted(extra)} "
+                            f"beyond its readers; reruns other sets' jobs {others}")
+    assert not problems, "\n".join(problems)
+
+
 def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     """Issue 29: a mirror file edited in place was not noticed (the download rules had no
     inputs). Now a source's mirror files are its download rule's inputs: an edited one reruns the
@@ -542,7 +618,6 @@ def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     the repository's: the finished demo is pointed at a copy of it whose WSC file is edited.)"""
     import shutil
 
-    link = demo_run / "resources" / "demo"
     shadow = tmp_path / "demo"
     shadow.mkdir()
     for child in (REPO / "resources/demo").iterdir():
@@ -555,14 +630,7 @@ def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     shutil.copytree(REPO / "resources/demo/mirror/wsc273", shadow / "mirror/wsc273")
     edited = shadow / "mirror/wsc273/WSCollection.xml"
     edited.write_text(edited.read_text() + "<!-- edited -->\n")
-    link.unlink()
-    try:
-        link.symlink_to(shadow)
-        got = rerun_sets_in_parallel(demo_run, REPO / "resources/demo/config.yaml",
-                                     {"edited": {}}, tmp_path)["edited"]
-    finally:
-        link.unlink()
-        link.symlink_to(REPO / "resources" / "demo")
+    got = rerun_with_demo_files(demo_run, shadow, tmp_path)
     assert "rerun" in got, got
     got = got["rerun"]
     assert "download_wsc273" in got and "normalise" in got, got

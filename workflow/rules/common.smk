@@ -73,8 +73,9 @@ def dataset_input(name):
 
 
 def dataset_params(name):
-    """What reading data set ``name`` depends on besides its file (kind, columns, settings)."""
-    return csbench.datasets.params(DATASETS[name])
+    """What reading data set ``name`` depends on besides its file (kind, columns, limit and
+    seed: csbench.datasets.read_params); its jobs read it with exactly these."""
+    return csbench.datasets.read_params(DATASETS[name])
 
 
 def model_dir(name):

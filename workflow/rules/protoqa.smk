@@ -5,42 +5,53 @@ import csbench.protoqa.baseline as _pqb
 
 PROTOQA = "results/protoqa"
 PQ = config["protoqa"]  # defaults filled by the config validation in the Snakefile
-# the questions scored against: the protoqa data set protoqa.targets names, its file and the
-# settings it is read with (csbench.datasets)
-csbench.protoqa.check_targets(config)
-PQ_QUESTIONS = dataset_input(PQ["targets"])
-PQ_TARGETS_READ = csbench.datasets.read_params(DATASETS[PQ["targets"]])
+# the question sets scored (protoqa.targets, in order; each a protoqa data set of the registry,
+# csbench.datasets): each under results/protoqa/<set>/ ({qset}), read from its file with its
+# entry's settings
+PQ_SETS = csbench.protoqa.check_targets(config)
+PQ_SET_WC = "|".join(re.escape(n) for n in PQ_SETS)
+
+
+def pq_questions(wc):
+    return dataset_input(wc.qset)
+
+
+def pq_read(wc):
+    return dataset_params(wc.qset)
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])
 # the generation settings with the recipe's values for those left null, and its stop strings
 PQ_GEN = _pqb.generation_settings(PQ["generation"])
+# set -> predictions name -> file (the configured files are the first set's)
 PQ_PREDICTIONS = csbench.protoqa.predictions_files(
-    PQ, config.get("mirror"), config["models"]["lm"], PROTOQA, warn=logger.warning
+    PQ, PQ_SETS, config.get("mirror"), config["models"]["lm"], PROTOQA, warn=logger.warning
 )
 PQ_EVAL = {
-    (p, s): f"{PROTOQA}/eval/{p}/{s}.tsv" for p in PQ_PREDICTIONS for s in PQ["similarities"]
+    q: {(p, s): f"{PROTOQA}/{q}/eval/{p}/{s}.tsv" for p in PQ_PREDICTIONS[q] for s in PQ["similarities"]}
+    for q in PQ_SETS
 }
-
 
 rule protoqa_generate:
     input:
-        questions=PQ_QUESTIONS,
+        questions=pq_questions,
         model=lambda wc: model_dir(wc.model),
     output:
-        samples=f"{PROTOQA}/generated/{{model}}/samples.parquet",
-        meta=f"{PROTOQA}/generated/{{model}}/meta.json",
+        samples=f"{PROTOQA}/{{qset}}/generated/{{model}}/samples.parquet",
+        meta=f"{PROTOQA}/{{qset}}/generated/{{model}}/meta.json",
+    wildcard_constraints:
+        qset=PQ_SET_WC,
     params:
         # not `enabled` / `models` (which jobs exist), not `top` / `cut_policy` (protoqa_rank's);
         # `chunk` is part of the random stream; `stop`: the recipe's stop strings
         gen=pick(PQ_GEN, "num_samples", "temperature", "top_p", "max_new_tokens", "seed", "chunk",
                  "stop"),
         lm=lambda wc: lm_result(wc.model),
-        targets=PQ_TARGETS_READ,
+        targets=pq_read,
     log:
-        "logs/protoqa/generated/{model}.log",
+        "logs/protoqa/{qset}/generated/{model}.log",
     benchmark:
-        "benchmarks/protoqa/generated/{model}.tsv"
+        "benchmarks/protoqa/{qset}/generated/{model}.tsv"
     threads: 2
     resources:
         mem_mb=16000,
@@ -56,15 +67,17 @@ rule protoqa_generate:
 # the list length) never samples again.
 rule protoqa_rank:
     input:
-        samples=f"{PROTOQA}/generated/{{model}}/samples.parquet",
+        samples=f"{PROTOQA}/{{qset}}/generated/{{model}}/samples.parquet",
     output:
-        ranked=f"{PROTOQA}/generated/{{model}}/ranked.json",
+        ranked=f"{PROTOQA}/{{qset}}/generated/{{model}}/ranked.json",
+    wildcard_constraints:
+        qset=PQ_SET_WC,
     params:
         top=PQ_GEN["top"],
         cut_policy=PQ_GEN["cut_policy"],
         recipe=PQ_GEN["recipe"],
     log:
-        "logs/protoqa/generated/{model}.rank.log",
+        "logs/protoqa/{qset}/generated/{model}.rank.log",
     threads: 1
     resources:
         mem_mb=2000,
@@ -79,14 +92,16 @@ rule protoqa_rank:
 # questions, as long as the sampling baselines' lists; ProtoQA's "majority class".
 rule protoqa_trivial:
     input:
-        questions=PQ_QUESTIONS,
+        questions=pq_questions,
     output:
-        ranked=f"{PROTOQA}/trivial/ranked.json",
+        ranked=f"{PROTOQA}/{{qset}}/trivial/ranked.json",
+    wildcard_constraints:
+        qset=PQ_SET_WC,
     params:
         top=PQ_GEN["top"],
-        targets=PQ_TARGETS_READ,
+        targets=pq_read,
     log:
-        "logs/protoqa/trivial.log",
+        "logs/protoqa/{qset}/trivial.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -101,12 +116,13 @@ rule protoqa_trivial:
 # embedding similarity, the encoder), never the LM behind other, generated files.
 rule protoqa_eval:
     input:
-        questions=PQ_QUESTIONS,
-        predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
+        questions=pq_questions,
+        predictions=lambda wc: PQ_PREDICTIONS[wc.qset][wc.predictions],
         encoder_model=lambda wc: embedder_input() if wc.similarity == "embedding" else [],
     output:
-        f"{PROTOQA}/eval/{{predictions}}/{{similarity}}.tsv",
+        f"{PROTOQA}/{{qset}}/eval/{{predictions}}/{{similarity}}.tsv",
     wildcard_constraints:
+        qset=PQ_SET_WC,
         similarity="exact|wordnet|embedding",
         predictions=PLAIN_NAME,
     params:
@@ -115,11 +131,11 @@ rule protoqa_eval:
         missing=PQ["missing_questions"],
         stopword_only_match=lambda wc: (PQ["stopword_only_match"] if wc.similarity == "wordnet"
                                         else None),
-        targets=PQ_TARGETS_READ,
+        targets=pq_read,
     log:
-        "logs/protoqa/eval/{predictions}/{similarity}.log",
+        "logs/protoqa/{qset}/eval/{predictions}/{similarity}.log",
     benchmark:
-        "benchmarks/protoqa/eval/{predictions}/{similarity}.tsv"
+        "benchmarks/protoqa/{qset}/eval/{predictions}/{similarity}.tsv"
     threads: 1
     resources:
         mem_mb=4000,
@@ -132,16 +148,17 @@ rule protoqa_eval:
 
 rule protoqa_issues:
     input:
-        questions=PQ_QUESTIONS,
-        predictions=lambda wc: PQ_PREDICTIONS[wc.predictions],
+        questions=pq_questions,
+        predictions=lambda wc: PQ_PREDICTIONS[wc.qset][wc.predictions],
     output:
-        f"{PROTOQA}/eval/{{predictions}}/issues.tsv",
+        f"{PROTOQA}/{{qset}}/eval/{{predictions}}/issues.tsv",
     wildcard_constraints:
+        qset=PQ_SET_WC,
         predictions=PLAIN_NAME,
     params:
-        targets=PQ_TARGETS_READ,
+        targets=pq_read,
     log:
-        "logs/protoqa/eval/{predictions}/issues.log",
+        "logs/protoqa/{qset}/eval/{predictions}/issues.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -154,17 +171,20 @@ rule protoqa_issues:
 
 rule protoqa_summary:
     input:
-        evals=list(PQ_EVAL.values()),
-        meta=[f"{PROTOQA}/generated/{m}/meta.json" for m in PQ_GEN_MODELS],
+        evals=lambda wc: list(PQ_EVAL[wc.qset].values()),
+        meta=lambda wc: [f"{PROTOQA}/{wc.qset}/generated/{m}/meta.json" for m in PQ_GEN_MODELS],
     output:
-        report(f"{PROTOQA}/summary.tsv", caption="../report/protoqa_summary.rst", category="ProtoQA"),
+        report(f"{PROTOQA}/{{qset}}/summary.tsv", caption="../report/protoqa_summary.rst",
+               category="ProtoQA"),
+    wildcard_constraints:
+        qset=PQ_SET_WC,
     params:
-        eval_keys=list(PQ_EVAL),
+        eval_keys=lambda wc: list(PQ_EVAL[wc.qset]),
         gen_models=PQ_GEN_MODELS,
         cut_policy=PQ_GEN["cut_policy"],
         recipe=PQ_GEN["recipe"],
     log:
-        "logs/protoqa/summary.log",
+        "logs/protoqa/{qset}/summary.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -177,7 +197,7 @@ rule protoqa_summary:
 
 register_targets(
     "protoqa",
-    lambda: [f"{PROTOQA}/summary.tsv"]
-    + [f"{PROTOQA}/eval/{p}/issues.tsv" for p in PQ_PREDICTIONS]
-    + list(PQ_EVAL.values()),  # per question: the findings' intervals in RESULTS.md
+    lambda: [f"{PROTOQA}/{q}/summary.tsv" for q in PQ_SETS]
+    + [f"{PROTOQA}/{q}/eval/{p}/issues.tsv" for q in PQ_SETS for p in PQ_PREDICTIONS[q]]
+    + [f for q in PQ_SETS for f in PQ_EVAL[q].values()],  # per question: the findings' intervals
 )

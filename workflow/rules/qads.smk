@@ -6,11 +6,33 @@ import csbench.qads.workflow as _qdw
 
 QADS = "results/qads"
 QD = config["qads"]  # defaults filled by the config validation in the Snakefile
-# the questions rewritten: the squad data set qads.questions.table names, its file and the
-# settings it is read with (csbench.datasets)
-_qdw.check_dataset(config)
-QADS_QUESTIONS = dataset_input(QD["questions"]["table"])
-QADS_READ = csbench.datasets.read_params(DATASETS[QD["questions"]["table"]])
+# the questions rewritten: the squad data sets qads.questions.table names, their files and the
+# settings they are read with (csbench.datasets). The first is rewritten, verified, fine-tuned on
+# and split by domain (results/qads/); each other is rewritten and answered (results/qads/sets/
+# <name>/): the {qdir} wildcard is the set's directory prefix ("" for the first, csbench.qads.workflow).
+QADS_TABLES = _qdw.check_dataset(config)
+QADS_DIRS = {_qdw.set_dir(list(QADS_TABLES), n): n for n in QADS_TABLES}
+# a non-empty pattern that also matches "" (an empty constraint would fall back to `.+`)
+QADS_DIR_WC = "(?:" + "|".join(re.escape(d) for d in QADS_DIRS) + ")"
+QADS_QUESTIONS = dataset_input(next(iter(QADS_TABLES)))
+QADS_READ = dataset_params(next(iter(QADS_TABLES)))
+
+
+def qads_set_questions(wc):
+    return dataset_input(QADS_DIRS[wc.qdir])
+
+
+def qads_set_read(wc):
+    return dataset_params(QADS_DIRS[wc.qdir])
+
+
+# the first set's question selection and the set it selects from (the rest of the
+# qads.questions.table list: which further sets exist, reruns none of the first set's jobs)
+QADS_SELECT = {**pick(QD["questions"], "limit", "ids", "seed"), "table": next(iter(QADS_TABLES))}
+
+
+def qads_selection(wc):
+    return QADS_SELECT if wc.qdir == "" else _qdw.ALL_QUESTIONS
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # Each rule's params name the qads settings its output depends on (docs/ARCHITECTURE.md).
 # The WSD settings a disambiguation method reads (enhanced Lesk's weights; none for the others).
@@ -28,6 +50,14 @@ QADS_BLOCKS = f"{QADS}/annotation/blocks"
 # The question sets QA scoring and fine-tuning read: the verified ones once blocks came back.
 QADS_JSON = ({s: f"{QADS}/verified/{os.path.basename(p)}" for s, p in QADS_GENERATED.items()}
              if QADS_VERIFIED else QADS_GENERATED)
+
+
+def qads_json(qdir):
+    """The question sets (original, one, all) QA scores for set directory ``qdir``: the first
+    set's as QADS_JSON (verified once blocks came back), another set's as generated."""
+    if qdir == "":
+        return [QADS_JSON[s] for s in QADS_SETS]
+    return [f"{QADS}/{qdir}{os.path.basename(QADS_GENERATED[s])}" for s in QADS_SETS]
 
 
 rule qads_wsd_eval:
@@ -56,25 +86,27 @@ rule qads_wsd_eval:
 
 rule qads_generate:
     input:
-        questions=QADS_QUESTIONS,
+        questions=qads_set_questions,
         encoder_model=embedder_input(),
     output:
-        subs=f"{QADS}/substitutions.parquet",
-        original=f"{QADS}/original.json",
-        one=f"{QADS}/qads-one.json",
-        all=f"{QADS}/qads-all.json",
+        subs=f"{QADS}/{{qdir}}substitutions.parquet",
+        original=f"{QADS}/{{qdir}}original.json",
+        one=f"{QADS}/{{qdir}}qads-one.json",
+        all=f"{QADS}/{{qdir}}qads-all.json",
+    wildcard_constraints:
+        qdir=QADS_DIR_WC,
     params:
-        questions=QD["questions"],
-        dataset=QADS_READ,
+        questions=qads_selection,
+        dataset=qads_set_read,
         candidates=QD["candidates"],
         wsd=pick(QD["wsd"], "method", "context"),
         lesk=QD_LESK if QD["wsd"]["method"] == "enhanced_lesk" else None,
         encoder=embedder_spec() if QD["wsd"]["method"] == "enhanced_lesk" else None,
         generation=QD["generation"],
     log:
-        "logs/qads/generate.log",
+        "logs/qads/{qdir}generate.log",
     benchmark:
-        "benchmarks/qads/generate.tsv"
+        "benchmarks/qads/{qdir}generate.tsv"
     threads: 2
     resources:
         mem_mb=6000,
@@ -124,7 +156,7 @@ rule qads_verify:
                          category="QADS"),
         summary=f"{QADS}/verified/summary.json",
     params:
-        questions=QD["questions"],
+        questions=QADS_SELECT,
         dataset=QADS_READ,
         modes=QD["generation"]["modes"],
     log:
@@ -146,7 +178,7 @@ rule qads_domains:
     output:
         report(f"{QADS}/domains.tsv", caption="../report/qads_domains.rst", category="QADS"),
     params:
-        questions=QD["questions"],
+        questions=QADS_SELECT,
         dataset=QADS_READ,
         domains=QD["domains"],
     log:
@@ -168,18 +200,20 @@ QA_MEM_MB = lambda wc, attempt: QD["qa"]["mem_mb"] * attempt  # noqa: E731
 
 rule qads_predict:
     input:
-        questions=[QADS_JSON[s] for s in QADS_SETS],
+        questions=lambda wc: qads_json(wc.qdir),
         model=lambda wc: model_dir(wc.model),
     output:
-        preds=[f"{QADS}/predictions/{{model}}.{s}.json" for s in QADS_SETS],
-        na_probs=[f"{QADS}/predictions/{{model}}.{s}.na_prob.json" for s in QADS_SETS],
+        preds=[f"{QADS}/{{qdir}}predictions/{{model}}.{s}.json" for s in QADS_SETS],
+        na_probs=[f"{QADS}/{{qdir}}predictions/{{model}}.{s}.na_prob.json" for s in QADS_SETS],
+    wildcard_constraints:
+        qdir=QADS_DIR_WC,
     params:
         # not `models` (which jobs exist), `batch_size` (inference speed) or `mem_mb` (a resource)
         qa=_qdr.predict_params(QD["qa"]),  # what the job computes with (csbench.qads.route)
     log:
-        "logs/qads/predict/{model}.log",
+        "logs/qads/{qdir}predict/{model}.log",
     benchmark:
-        "benchmarks/qads/predict/{model}.tsv"
+        "benchmarks/qads/{qdir}predict/{model}.tsv"
     threads: 2
     resources:
         mem_mb=QA_MEM_MB,
@@ -196,20 +230,25 @@ _QADS_PAIRS = [(m, s) for m in QADS_QA_MODELS for s in QADS_SETS]
 
 rule qads_score:
     input:
-        questions=[QADS_JSON[s] for s in QADS_SETS],
-        preds=[f"{QADS}/predictions/{m}.{s}.json" for m, s in _QADS_PAIRS],
-        na_probs=[f"{QADS}/predictions/{m}.{s}.na_prob.json" for m, s in _QADS_PAIRS],
+        questions=lambda wc: qads_json(wc.qdir),
+        preds=lambda wc: [f"{QADS}/{wc.qdir}predictions/{m}.{s}.json" for m, s in _QADS_PAIRS],
+        na_probs=lambda wc: [f"{QADS}/{wc.qdir}predictions/{m}.{s}.na_prob.json"
+                             for m, s in _QADS_PAIRS],
     output:
-        report(f"{QADS}/qa_scores.tsv", caption="../report/qads_qa_scores.rst", category="QADS"),
-        per_question=f"{QADS}/qa_items.tsv",  # per question: the findings' intervals in RESULTS.md
+        report(f"{QADS}/{{qdir}}qa_scores.tsv", caption="../report/qads_qa_scores.rst",
+               category="QADS"),
+        per_question=f"{QADS}/{{qdir}}qa_items.tsv",  # per question: the findings' intervals
+    wildcard_constraints:
+        qdir=QADS_DIR_WC,
     params:
+        dataset_name=lambda wc: QADS_DIRS[wc.qdir],  # the question set, named in the table
         pairs=_QADS_PAIRS,
         sets=QADS_SETS,
         random={m: MODEL_SPECS[m].random for m in config["models"]["qa"]},
         source={m: MODEL_SPECS[m].label() for m in config["models"]["qa"]},
-        verified=QADS_VERIFIED,
+        verified=lambda wc: QADS_VERIFIED and wc.qdir == "",
     log:
-        "logs/qads/score.log",
+        "logs/qads/{qdir}score.log",
     threads: 1
     resources:
         mem_mb=2000,
@@ -249,7 +288,7 @@ rule qads_finetune_fold:
     params:
         ft=lambda wc: QADS_FT_ARMS[wc.ft_tag],
         qa=_qdr.fold_params(QD["qa"]),  # what the job computes with (csbench.qads.route)
-        questions=QD["questions"],
+        questions=QADS_SELECT,
         dataset=QADS_READ,
         set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         fold=lambda wc: int(wc.fold),
@@ -287,7 +326,7 @@ rule qads_finetune_gather:
         ft_tag=QADS_FT_TAGS,
     params:
         questions=QADS_FT["questions"],
-        select=QD["questions"],
+        select=QADS_SELECT,
         dataset=QADS_READ,
         set_names=lambda wc: QADS_FT_FILES[wc.ft_tag],
         trained_on=lambda wc: _qdw.trained_on(QADS_FT_ARMS[wc.ft_tag]),
@@ -306,8 +345,9 @@ rule qads_finetune_gather:
 
 register_targets(
     "qads",
-    lambda: [f"{QADS}/{f}" for f in ("wsd_eval.tsv", "substitutions.parquet", "domains.tsv",
-                                     "qa_scores.tsv", "qa_items.tsv")]
+    lambda: [f"{QADS}/{f}" for f in ("wsd_eval.tsv", "substitutions.parquet", "domains.tsv")]
+    + [f"{QADS}/{d}{f}" for d in QADS_DIRS for f in ("qa_scores.tsv", "qa_items.tsv")]
+    + [f"{QADS}/{d}substitutions.parquet" for d in QADS_DIRS if d]
     + [QADS_BLOCKS]
     + ([f"{QADS}/verified/{f}" for f in ("agreement.tsv", "summary.json")] if QADS_VERIFIED else [])
     + ([f"{QADS}/finetune/{m}.{tag}{kind}.tsv" for m in config["models"]["qa"]

@@ -1,5 +1,6 @@
-"""Official SQuAD 2.0 metric per model and question set (original / one / all), and each
-question's scores (the findings' intervals in RESULTS.md)."""
+"""Official SQuAD 2.0 metric per model and question set (original / one / all) of one squad data
+set (named in the `dataset` column), and each question's scores (the findings' intervals in
+RESULTS.md)."""
 import pandas as pd
 
 from csbench.io import read_json, write_tsv
@@ -21,6 +22,7 @@ for (model, qs), pred, na in zip(p.pairs, snakemake.input.preds, snakemake.input
     rows[-1]["model_source"] = p.source.get(model, "")
     rows[-1].update(compute)
     rows[-1]["verified"] = p.verified  # False: questions not checked by annotators
+    rows[-1]["dataset"] = p.dataset_name  # the data set the questions come from
     log.info("%s", rows[-1])
 write_tsv(pd.DataFrame(rows), snakemake.output[0], float_format="%.2f")
 write_tsv(pd.DataFrame(items, columns=ITEM_COLUMNS), snakemake.output.per_question,

@@ -1,14 +1,15 @@
 """A yes/no data set (csbench.datasets) as 20Q test items and their few-shot pool."""
-from csbench.datasets import read_dataset
+from csbench.datasets import read_entry
 from csbench.io import write_parquet
 from csbench.logs import snakemake_logger
 from csbench.twentyq.yesno import split_items
 
 log = snakemake_logger(snakemake)
-name, cfg = snakemake.wildcards.dataset, snakemake.config
-pool_name = cfg["datasets"][name]["settings"]["fewshot"]
-table = read_dataset(name, cfg, snakemake.input.table)
-pool = read_dataset(pool_name, cfg, snakemake.input.fewshot) if pool_name else None
+name, p = snakemake.wildcards.dataset, snakemake.params
+pool_name = snakemake.config["datasets"][name]["settings"]["fewshot"]  # named in the log only
+# each set read with the params the rule reruns on (csbench.datasets.read_params)
+table = read_entry(p.dataset, snakemake.input.table, name)
+pool = read_entry(p.fewshot, snakemake.input.fewshot, pool_name) if p.fewshot else None
 train, test, no_topic = split_items(table, pool, name)
 log.info("%s: %d test items, %d few-shot pool items (%s); left out without a topic: %s", name,
          len(test), len(train), f"data set {pool_name}" if pool_name else

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from csbench.datasets import read_dataset
+from csbench.datasets import read_entry
 from csbench.io import write_parquet, write_tsv
 from csbench.logs import snakemake_logger
 from csbench.winowhat.items import build_items, template
@@ -12,8 +12,9 @@ log = snakemake_logger(snakemake)
 inp, p = snakemake.input, snakemake.params
 read = lambda k: pd.read_parquet(inp[k]) if k in inp.keys() else None  # noqa: E731
 users = {k[len("user_"):]: inp[k] for k in inp.keys() if k.startswith("user_")}
-sets = {k[len("set_"):]: read_dataset(k[len("set_"):], snakemake.config, inp[k])
-        for k in inp.keys() if k.startswith("set_")}  # winograd data sets (csbench.datasets)
+# the users' winograd data sets, each read with the params the rule reruns on ({name: params})
+reads = {n: r for d in p.datasets if isinstance(d, dict) for n, r in d.items()}
+sets = {n: read_entry(r, inp[f"set_{n}"], n) for n, r in reads.items()}
 items = build_items(read("dev"), read("winowhat"), test=read("test"), wsc=read("wsc"),
                     sample_size=p.samples["size"], seed=p.samples["seed"], user_files=users,
                     winowhat_path=inp["winowhat"], datasets=sets)

@@ -13,8 +13,8 @@ API (stable; tasks use only these):
 * :func:`names` ``(config, kind=None)``: the configured names (of one kind).
 * :func:`input_path` ``(entry, data_table)``: the file a rule takes as input (a normalised table's
   Parquet path for ``<source>:<table>``), so editing it reruns the rules that read it.
-* :func:`params` ``(entry)``: what a reader's output depends on besides the file (a rule's
-  ``params``).
+* :func:`read_params` ``(entry)``: what a reader's output depends on besides the file (a rule's
+  ``params``); :func:`read_entry` reads a file with them.
 * :func:`read_dataset` ``(name, config, path=None)``: the normalised table of a set (columns
   ``KINDS[kind].columns``, one row per item, source ids kept, ``limit``/``seed`` sample applied);
   ``path``: the file to read (a rule's input; default: the entry's path, ``<source>:<table>`` as
@@ -31,7 +31,7 @@ from ..errors import ConfigError, InputError
 from . import formats
 from .kinds import KINDS, ROWS, protoqa_native
 
-__all__ = ["KINDS", "TEXT_ROLES", "check_config", "names", "entry", "input_path", "of_kind", "params",
+__all__ = ["KINDS", "TEXT_ROLES", "check_config", "names", "entry", "input_path", "of_kind",
            "read_dataset", "read_entry", "read_params", "table_ref"]
 
 
@@ -63,15 +63,13 @@ def input_path(e: dict, data_table=None) -> str:
     return data_table(*ref) if data_table else f"results/data/{ref[0]}/{ref[1]}.parquet"
 
 
-def params(e: dict) -> dict:
-    """The settings a reader's output depends on besides the file's content."""
-    return {"kind": e["kind"], "columns": dict(e["columns"]), "settings": dict(e["settings"])}
-
-
 def read_params(e: dict) -> dict:
-    """What :func:`read_entry`'s table depends on besides the file: :func:`params` without
-    ``settings.fewshot`` (which 20Q reads beside the table), for the rules that only read a set."""
-    return {**params(e), "settings": {k: e["settings"][k] for k in ("limit", "seed")}}
+    """What :func:`read_entry`'s table of entry ``e`` depends on besides the file's content: its
+    kind, columns and ``limit``/``seed`` settings (a rule's ``params``; ``read_entry(read_params(e),
+    path)`` reads the same table as ``read_entry(e, path)``). Not ``settings.fewshot``: 20Q takes
+    the pool set's own file and params beside it (rule ``twentyq_dataset``)."""
+    return {"kind": e["kind"], "columns": dict(e["columns"]),
+            "settings": {k: e["settings"][k] for k in ("limit", "seed")}}
 
 
 def _role_column(e: dict, role: str) -> str:

@@ -43,32 +43,46 @@ def generation_models(pq: dict, lm_models: dict) -> list[str]:
     return list(names)
 
 
-def predictions_files(pq: dict, mirror, lm_models: dict, results: str = "results/protoqa",
-                      warn=print) -> dict[str, str]:
-    """Predictions name -> file: configured files (``{mirror}`` substituted; entries that need
-    a mirror are skipped with a warning when none is set), the trivial ranked list
-    (:data:`TRIVIAL`, :mod:`.trivial`) and ``gen-<model>`` per LM."""
-    out = {}
+def predictions_files(pq: dict, sets, mirror, lm_models: dict,
+                      results: str = "results/protoqa", warn=print) -> dict[str, dict[str, str]]:
+    """Question set -> predictions name -> file, for each set of ``sets`` (``protoqa.targets``,
+    in order): the configured files (``{mirror}`` substituted; entries that need a mirror are
+    skipped with a warning when none is set) for the first set only (they answer its questions),
+    and for every set its trivial ranked list (:data:`TRIVIAL`, :mod:`.trivial`) and
+    ``gen-<model>`` per LM, under ``<results>/<set>/``."""
+    configured = {}
     for name, path in pq["predictions"].items():
         if "{mirror}" in path:
             if not mirror:
                 warn(f"protoqa.predictions.{name}: no mirror set, skipped ({path})")
                 continue
             path = path.replace("{mirror}", str(mirror))
-        out[name] = path
-    if TRIVIAL in out:
+        configured[name] = path
+    if TRIVIAL in configured:
         raise ValueError(f"protoqa.predictions: name {TRIVIAL} is reserved for the trivial list")
-    out[TRIVIAL] = f"{results}/trivial/ranked.json"
-    for m in generation_models(pq, lm_models):
-        if f"gen-{m}" in out:
+    models = generation_models(pq, lm_models)
+    for m in models:
+        if f"gen-{m}" in configured:
             raise ValueError(f"protoqa.predictions: name gen-{m} is reserved for generation")
-        out[f"gen-{m}"] = f"{results}/generated/{m}/ranked.json"
+    out = {}
+    for i, s in enumerate(sets):
+        files = dict(configured) if i == 0 else {}
+        files[TRIVIAL] = f"{results}/{s}/trivial/ranked.json"
+        for m in models:
+            files[f"gen-{m}"] = f"{results}/{s}/generated/{m}/ranked.json"
+        out[s] = files
     return out
 
 
-def check_targets(config: dict) -> dict:
-    """The data set ``protoqa.targets`` names (checked at parse time: a ``protoqa`` entry of
-    ``datasets``)."""
+def check_targets(config: dict) -> dict[str, dict]:
+    """The data sets ``protoqa.targets`` names (one name or a list), in order: name -> entry,
+    checked at parse time (each a ``protoqa`` entry of ``datasets``, none twice)."""
     from ..datasets import of_kind
+    from ..errors import ConfigError
 
-    return of_kind(config, config["protoqa"]["targets"], ("protoqa",), "protoqa.targets")
+    targets = config["protoqa"]["targets"]
+    names = [targets] if isinstance(targets, str) else list(targets)
+    if not names or len(set(names)) < len(names):
+        raise ConfigError(f"config key 'protoqa.targets': {names!r} must name at least one data set, "
+                          "none twice")
+    return {n: of_kind(config, n, ("protoqa",), "protoqa.targets") for n in names}

@@ -49,7 +49,7 @@ def questions_from_frame(df) -> dict[str, Question]:
 
 def load_questions(path: str | Path, dataset: dict | None = None) -> dict[str, Question]:
     """Questions of a ``protoqa`` data set: its file ``path`` read as ``dataset`` says (the
-    registry entry's kind, columns and settings, :func:`csbench.datasets.params`); without
+    registry entry's kind, columns and settings, :func:`csbench.datasets.read_params`); without
     ``dataset``, a normalised ``.parquet`` table or a ProtoQA ``.jsonl`` file."""
     if dataset is not None:
         from ..datasets import read_entry

@@ -1,7 +1,9 @@
-"""ProtoQA's part of RESULTS.md: Max Answers@k / Max Incorrect@k per answer matching for the
-release's prediction files, each sampling baseline and the trivial ranked list, and the sampling
-baselines' samples, from ``results/protoqa/summary.tsv``; the findings' intervals from the
-per-question scores (``results/protoqa/eval/<system>/<similarity>.tsv``), questions resampled."""
+"""ProtoQA's part of RESULTS.md: Max Answers@k / Max Incorrect@k per question set and answer
+matching for the release's prediction files, each sampling baseline and the trivial ranked list,
+and the sampling baselines' samples, from ``results/protoqa/<set>/summary.tsv`` (one per set of
+``protoqa.targets``; every table names its set in a ``questions`` column); the findings' intervals
+from the per-question scores (``results/protoqa/<set>/eval/<system>/<similarity>.tsv``),
+questions resampled."""
 from __future__ import annotations
 
 import math
@@ -24,9 +26,16 @@ MODEL_ROWS = ("model_source", "model_quant", "random_model", "compute_device", "
 
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
-    return {"summary": select(targets, "protoqa/summary.tsv"),
-            "eval": [p for p in select(targets, ".tsv")  # per question: eval/<system>/<sim>.tsv
-                     if "/protoqa/eval/" in p and not p.endswith("/issues.tsv")]}
+    return {"summary": [p for p in select(targets, "/summary.tsv") if "/protoqa/" in p],
+            "eval": [p for p in select(targets, ".tsv")  # per question: <set>/eval/<system>/<sim>.tsv
+                     if "/protoqa/" in p and "/eval/" in p and not p.endswith("/issues.tsv")]}
+
+
+def question_set(path: str) -> str:
+    """The question set of ``results/protoqa/<set>/...`` (the directory below ``protoqa``)."""
+    parts = Path(path).parts
+    i = parts.index("protoqa") + 1 if "protoqa" in parts else len(parts)
+    return parts[i] if i < len(parts) - 1 else ""
 
 
 def planned(ins: dict[str, list[str]]) -> dict[str, str]:
@@ -39,17 +48,51 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     none: no intervals)."""
     if not ins.get("summary"):
         return Section("", findings=findings(pd.DataFrame(), anchors))
-    summary = read_table(ins["summary"][0])
-    t = protoqa_table(summary)
+    summaries = {question_set(p): read_table(p) for p in ins["summary"]}
+    order = _files_first(list(summaries), lambda q: [c.partition("/")[2].removesuffix(
+        " (random weights)") for c in summaries[q].columns[1:]])
+    summaries = {q: summaries[q] for q in order}
+    tables = [protoqa_table(s).assign(questions=q) for q, s in summaries.items()]
+    t = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    if not t.empty:
+        t = t[["questions", *[c for c in t.columns if c != "questions"]]]
     write_summary(t, outputs["protoqa"])
-    sampling = protoqa_sampling(summary)
-    body = [protoqa_markdown(t)]
+    sampling = pd.concat([protoqa_sampling(s).assign(questions=q) for q, s in summaries.items()],
+                         ignore_index=True)
+    sampling = sampling[["questions", *[c for c in sampling.columns if c != "questions"]]]
+    scores = per_question(ins.get("eval", []))
+    body = [protoqa_markdown(t, scores)]
     sampling_md = protoqa_sampling_markdown(sampling)
     if sampling_md:
         body.append(sampling_md)
+    models = pd.concat([protoqa_models(s) for s in summaries.values()], ignore_index=True)
+    models = models.drop_duplicates("model") if "model" in models else models
+    judged = finding_set(t)
     return Section("\n\n".join(body), tables={"protoqa": t, "protoqa_sampling": sampling},
-                   models=[("ProtoQA sampling", protoqa_models(summary))],
-                   findings=findings(t, anchors, per_question(ins.get("eval", [])), bootstrap))
+                   models=[("ProtoQA sampling", models)],
+                   findings=findings(t[t["questions"] == judged].drop(columns="questions")
+                                     if not t.empty else t, anchors,
+                                     scores[scores["questions"] == judged], bootstrap, judged))
+
+
+def _files_first(sets: list[str], systems) -> list[str]:
+    """Question sets in report order: the one the prediction files answer (the first of
+    ``protoqa.targets``: the only one with systems other than the trivial list and the sampling
+    baselines) first, then the others by name. ``systems(set)``: its systems."""
+    def files(q):
+        return any(s != TRIVIAL and not s.startswith("gen-") for s in systems(q))
+    return sorted(sets, key=lambda q: (not files(q), q))
+
+
+def finding_set(t: pd.DataFrame) -> str:
+    """The question set the paper's finding is judged on: the one with the release's human and
+    fine-tuned prediction files, else the one the prediction files answer, else the first."""
+    if t.empty:
+        return ""
+    for q in t["questions"].unique():
+        if {"human", "gpt2finetuned"} <= set(t.loc[t["questions"] == q, "system"]):
+            return q
+    return t["questions"].iloc[0]
 
 
 def _system_label(name: str) -> str:
@@ -125,7 +168,7 @@ def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
         v = text(v)
         return f"{100 * float(v):.1f}%" if v else "not recorded"
 
-    show = pd.DataFrame({"model": sampling["model"],
+    show = pd.DataFrame({"questions": sampling["questions"], "model": sampling["model"],
                          "prompt": [text(v) for v in sampling["prompt_format"]],
                          "samples": [text(v) or "not recorded" for v in sampling["samples"]],
                          "cut by max_new_tokens": [share(v) for v in
@@ -144,37 +187,44 @@ def protoqa_sampling_markdown(sampling: pd.DataFrame) -> str:
             + markdown_table(show))
 
 
-def protoqa_markdown(table: pd.DataFrame) -> str:
-    parts = ["The paper's layout: Max Answers@k and Max Incorrect@k in %, one table per answer "
-             "matching (exact string, WordNet, embedding), the release's prediction files next to "
-             "the sampling baseline of each configured LM and the trivial ranked list (per "
-             "question, the answers most often given to the other questions: a system that "
-             "ignores the question), on the crowdsourced dev questions."]
-    for sim in table["similarity"].unique():
-        t = table[table["similarity"] == sim]
-        show = pd.DataFrame({"system": [_system_label(s) for s in t["system"]]})
-        for m in PQ_METRICS:
-            kind, k = m.split("@")
-            show[("Max Answers" if kind == "max_answers" else "Max Incorrect") + f" @{k}"] = \
-                [pct(v) for v in t[m]]
-        parts += [f"**{sim} matching**", markdown_table(show)]
+def protoqa_markdown(table: pd.DataFrame, scores: pd.DataFrame | None = None) -> str:
+    """One table per question set and answer matching, each headed by its set's name (and the
+    number of questions scored, from the per-question ``scores``)."""
+    parts = ["The paper's layout: Max Answers@k and Max Incorrect@k in %, one table per question "
+             "set (`protoqa.targets`) and answer matching (exact string, WordNet, embedding), the "
+             "release's prediction files (on the first set) next to the sampling baseline of each "
+             "configured LM and the trivial ranked list (per question, the answers most often "
+             "given to the other questions: a system that ignores the question)."]
+    for q in table["questions"].unique():
+        tq = table[table["questions"] == q]
+        n = (scores.loc[scores["questions"] == q, "question_id"].nunique()
+             if scores is not None and not scores.empty else 0)
+        for sim in tq["similarity"].unique():
+            t = tq[tq["similarity"] == sim]
+            show = pd.DataFrame({"system": [_system_label(s) for s in t["system"]]})
+            for m in PQ_METRICS:
+                kind, k = m.split("@")
+                show[("Max Answers" if kind == "max_answers" else "Max Incorrect") + f" @{k}"] = \
+                    [pct(v) for v in t[m]]
+            parts += [f"**questions `{q}`" + (f" ({n} questions)" if n else "")
+                      + f", {sim} matching**", markdown_table(show)]
     return "\n\n".join(parts)
-
 
 
 # ---------------------------------------------------------------------------------------------
 # per-question scores and findings
 
 def per_question(paths: list[str]) -> pd.DataFrame:
-    """The per-question scores of ``eval/<system>/<similarity>.tsv`` files in one long table
-    (``system, similarity, question_id, metric, score``; the ``mean`` rows left out)."""
+    """The per-question scores of ``<set>/eval/<system>/<similarity>.tsv`` files in one long
+    table (``questions, system, similarity, question_id, metric, score``; the ``mean`` rows left
+    out)."""
     frames = []
     for p in paths:
         parts = Path(p).parts
         df = pd.read_csv(p, sep="\t", dtype={"question_id": str})
-        frames.append(df[df["question_id"] != "mean"].assign(system=parts[-2],
-                                                             similarity=parts[-1][:-4]))
-    cols = ["system", "similarity", "question_id", "metric", "score"]
+        frames.append(df[df["question_id"] != "mean"].assign(
+            questions=question_set(p), system=parts[-2], similarity=parts[-1][:-4]))
+    cols = ["questions", "system", "similarity", "question_id", "metric", "score"]
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
 
@@ -192,7 +242,7 @@ def resampled(scores: pd.DataFrame, systems: list[str], sim: str, metric: str,
 
 
 def findings(t: pd.DataFrame, anchors, scores: pd.DataFrame | None = None,
-             bootstrap: dict | None = None) -> list[Finding]:
+             bootstrap: dict | None = None, questions: str = "dev") -> list[Finding]:
     """Human > fine-tuned GPT-2 > a zero-shot LM on Max Answers@10 (the release's prediction
     files beside each sampling baseline; the effect is the smaller of the two gaps, its interval
     from the per-question ``scores``, questions resampled), with the trivial ranked list as the
@@ -216,7 +266,7 @@ def findings(t: pd.DataFrame, anchors, scores: pd.DataFrame | None = None,
         baseline = ("– (no trivial ranked list is scored)" if triv != triv else
                     f"most frequent answers of the other questions {points(triv)}")
         for gen in gens or [None]:
-            f = Finding("ProtoQA", claim, paper, system=f"{sim} matching, dev" + (
+            f = Finding("ProtoQA", claim, paper, system=f"{sim} matching, {questions}" + (
                 f", {gen[4:]} zero-shot" if gen else ""), metric="Max Answers@10",
                 baseline=baseline, anchors=ids)
             if gen is None or "human" not in d or "gpt2finetuned" not in d:

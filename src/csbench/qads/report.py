@@ -22,6 +22,8 @@ PAPER = "QADS"  # whose findings this section checks
 
 def inputs(targets: list[str]) -> dict[str, list[str]]:
     return {"wsd": select(targets, "qads/wsd_eval.tsv"), "qa": select(targets, "qads/qa_scores.tsv"),
+            # the further data sets of qads.questions.table: rewritten and answered only
+            "qa_sets": [p for p in select(targets, "/qa_scores.tsv") if "/qads/sets/" in p],
             "finetune": [p for p in select(targets, ".tsv") if "/qads/finetune/" in p
                          and not p.endswith((".by_domain.tsv", ".items.tsv"))],
             "qa_items": select(targets, "qads/qa_items.tsv"),
@@ -51,14 +53,31 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
         q = qads_qa_table(ins.get("qa", []), ins.get("finetune", []))
         sec.models.append(("QADS QA", q.assign(table="QADS QA, training " + q["training"])
                            if not q.empty else q))
-        sec.tables["qads_qa"] = q
-        write_summary(q, outputs["qads_qa"])
         base = no_answer_baseline(q)
         sec.tables["qads_no_answer"] = base
         items = item_table(ins.get("qa_items", []), ins.get("ft_items", []))
         sec.findings = findings(q, base, anchors, items, bootstrap)
-        body.append("### Extractive QA\n\n" + (qads_qa_markdown(q, base) if not q.empty else
-                    "No QA model was scored (`qads.qa.models` is empty and fine-tuning is off)."))
+        first = dataset_name(q)
+        body.append("### Extractive QA\n\n" + (
+            (f"Questions of data set `{first}`. " if first else "") + qads_qa_markdown(q, base)
+            if not q.empty else
+            "No QA model was scored (`qads.qa.models` is empty and fine-tuning is off)."))
+        tables = [q.assign(dataset=first) if not q.empty else q]
+        for p in ins.get("qa_sets", []):  # a further data set: rewritten and answered, not verified
+            qs = qads_qa_table([p], [])
+            if qs.empty:
+                continue
+            name = dataset_name(qs)
+            body.append(f"Questions of data set `{name}` (rewritten and answered; verification, "
+                        "fine-tuning and domains read the first data set only). "
+                        + qads_qa_markdown(qs, no_answer_baseline(qs)))
+            tables.append(qs.assign(dataset=name))
+        q = pd.concat([t for t in tables if not t.empty], ignore_index=True) \
+            if any(not t.empty for t in tables) else q
+        if not q.empty:
+            q = q[["dataset", *[c for c in q.columns if c != "dataset"]]]
+        sec.tables["qads_qa"] = q
+        write_summary(q, outputs["qads_qa"])
     if "qads_qa_domains" in outputs:
         qd = qads_qa_domains_table(ins["qa_domains"])
         sec.tables["qads_qa_domains"] = qd
@@ -86,6 +105,15 @@ def qads_wsd_markdown(df: pd.DataFrame) -> str:
             + markdown_table(show))
 
 
+def dataset_name(q: pd.DataFrame) -> str:
+    """The data set a QA table's questions come from (qa_scores.tsv's ``dataset`` column; "" for
+    a table without it)."""
+    if q.empty or "dataset" not in q:
+        return ""
+    names = q["dataset"].dropna().astype(str)
+    return names.iloc[0] if len(names) else ""
+
+
 def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
     frames = []
     for p in qa_paths:
@@ -104,7 +132,7 @@ def qads_qa_table(qa_paths: list[str], ft_paths: list[str]) -> pd.DataFrame:
         return pd.DataFrame()
     cols = ["model", "training", "questions", "n", "exact", "f1", "HasAns_exact", "HasAns_f1",
             "NoAns_exact", "HasAns_n", "NoAns_n", "random_model", "model_source", "model_quant",
-            "compute_device", "compute_dtype", "verified"]
+            "compute_device", "compute_dtype", "verified", "dataset"]
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in cols if c in df]]
     order = {"original": 0, "one": 1, "all": 2}

@@ -6,13 +6,31 @@ import pandas as pd
 from ..data.squad_v2 import to_squad_json
 from . import wsd as _wsd
 
-def check_dataset(config: dict) -> dict:
-    """The data set ``qads.questions.table`` names (checked at parse time: a ``squad`` entry of
-    ``datasets``)."""
+def check_dataset(config: dict) -> dict[str, dict]:
+    """The data sets ``qads.questions.table`` names (one name or a list), in order: name ->
+    entry, checked at parse time (each a ``squad`` entry of ``datasets``, none twice). The first
+    is rewritten, verified, fine-tuned on and split by domain at ``results/qads/``; each other is
+    rewritten and answered at ``results/qads/sets/<name>/`` (:func:`set_dir`)."""
     from ..datasets import of_kind
+    from ..errors import ConfigError
 
-    return of_kind(config, config["qads"]["questions"]["table"], ("squad",),
-                   "qads.questions.table")
+    table = config["qads"]["questions"]["table"]
+    names = [table] if isinstance(table, str) else list(table)
+    if not names or len(set(names)) < len(names):
+        raise ConfigError(f"config key 'qads.questions.table': {names!r} must name at least one "
+                          "data set, none twice")
+    return {n: of_kind(config, n, ("squad",), "qads.questions.table") for n in names}
+
+
+# no selection: the further sets of qads.questions.table are read whole (their own
+# datasets.<name>.settings sample them); qads.questions' limit, ids and seed select the first's
+ALL_QUESTIONS = {"limit": None, "ids": [], "seed": 0}
+
+
+def set_dir(names: list[str], name: str) -> str:
+    """The directory prefix of set ``name``'s rewriting and QA outputs under ``results/qads/``:
+    "" for the first set of ``qads.questions.table``, ``sets/<name>/`` for the others."""
+    return "" if name == names[0] else f"sets/{name}/"
 
 
 def read_questions(path, dataset: dict) -> pd.DataFrame:
