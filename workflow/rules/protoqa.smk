@@ -12,12 +12,9 @@ PQ_SETS = csbench.protoqa.check_targets(config)
 PQ_SET_WC = "|".join(re.escape(n) for n in PQ_SETS)
 
 
-def pq_questions(wc):
-    return dataset_input(wc.qset)
-
-
-def pq_read(wc):
-    return dataset_params(wc.qset)
+# a set's file (input) and the settings it is read with (params), by the {qset} wildcard
+pq_questions = lambda wc: dataset_input(wc.qset)
+pq_read = lambda wc: dataset_params(wc.qset)
 
 
 PQ_GEN_MODELS = csbench.protoqa.generation_models(PQ, config["models"]["lm"])

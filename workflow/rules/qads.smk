@@ -18,21 +18,16 @@ QADS_QUESTIONS = dataset_input(next(iter(QADS_TABLES)))
 QADS_READ = dataset_params(next(iter(QADS_TABLES)))
 
 
-def qads_set_questions(wc):
-    return dataset_input(QADS_DIRS[wc.qdir])
-
-
-def qads_set_read(wc):
-    return dataset_params(QADS_DIRS[wc.qdir])
+# a set's file (input) and the settings it is read with (params), by the {qdir} wildcard
+qads_set_questions = lambda wc: dataset_input(QADS_DIRS[wc.qdir])
+qads_set_read = lambda wc: dataset_params(QADS_DIRS[wc.qdir])
 
 
 # the first set's question selection and the set it selects from (the rest of the
 # qads.questions.table list: which further sets exist, reruns none of the first set's jobs)
 QADS_SELECT = {**pick(QD["questions"], "limit", "ids", "seed"), "table": next(iter(QADS_TABLES))}
 
-
-def qads_selection(wc):
-    return QADS_SELECT if wc.qdir == "" else _qdw.ALL_QUESTIONS
+qads_selection = lambda wc: QADS_SELECT if wc.qdir == "" else _qdw.ALL_QUESTIONS
 QADS_SETS = ["original"] + list(QD["generation"]["modes"])
 # Each rule's params name the qads settings its output depends on (docs/ARCHITECTURE.md).
 # The WSD settings a disambiguation method reads (enhanced Lesk's weights; none for the others).
@@ -50,14 +45,13 @@ QADS_BLOCKS = f"{QADS}/annotation/blocks"
 # The question sets QA scoring and fine-tuning read: the verified ones once blocks came back.
 QADS_JSON = ({s: f"{QADS}/verified/{os.path.basename(p)}" for s, p in QADS_GENERATED.items()}
              if QADS_VERIFIED else QADS_GENERATED)
-
-
-def qads_json(qdir):
-    """The question sets (original, one, all) QA scores for set directory ``qdir``: the first
-    set's as QADS_JSON (verified once blocks came back), another set's as generated."""
-    if qdir == "":
-        return [QADS_JSON[s] for s in QADS_SETS]
-    return [f"{QADS}/{qdir}{os.path.basename(QADS_GENERATED[s])}" for s in QADS_SETS]
+# The question sets (original, one, all) QA scores, by set directory: the first set's as
+# QADS_JSON (verified once blocks came back), another set's as generated.
+QADS_JSON_BY_DIR = {
+    d: [QADS_JSON[s] if d == "" else f"{QADS}/{d}{os.path.basename(QADS_GENERATED[s])}"
+        for s in QADS_SETS]
+    for d in QADS_DIRS
+}
 
 
 rule qads_wsd_eval:
@@ -200,7 +194,7 @@ QA_MEM_MB = lambda wc, attempt: QD["qa"]["mem_mb"] * attempt  # noqa: E731
 
 rule qads_predict:
     input:
-        questions=lambda wc: qads_json(wc.qdir),
+        questions=lambda wc: QADS_JSON_BY_DIR[wc.qdir],
         model=lambda wc: model_dir(wc.model),
     output:
         preds=[f"{QADS}/{{qdir}}predictions/{{model}}.{s}.json" for s in QADS_SETS],
@@ -230,7 +224,7 @@ _QADS_PAIRS = [(m, s) for m in QADS_QA_MODELS for s in QADS_SETS]
 
 rule qads_score:
     input:
-        questions=lambda wc: qads_json(wc.qdir),
+        questions=lambda wc: QADS_JSON_BY_DIR[wc.qdir],
         preds=lambda wc: [f"{QADS}/{wc.qdir}predictions/{m}.{s}.json" for m, s in _QADS_PAIRS],
         na_probs=lambda wc: [f"{QADS}/{wc.qdir}predictions/{m}.{s}.na_prob.json"
                              for m, s in _QADS_PAIRS],
