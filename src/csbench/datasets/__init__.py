@@ -226,3 +226,14 @@ def of_kind(config: dict, name: str, kinds, key: str) -> dict:
         raise ConfigError(f"config key '{key}': data set {name!r} is of kind {e['kind']}, not "
                           f"{' or '.join(kinds)}")
     return e
+
+
+def list_of_kind(config: dict, value, kinds, key: str) -> dict[str, dict]:
+    """The data sets config key ``key`` names (``value``: one name or a list), in order: name ->
+    entry (:func:`of_kind`), checked at parse time; an empty list or a set named twice is a
+    :class:`ConfigError` naming ``key``."""
+    names = [value] if isinstance(value, str) else list(value)
+    if not names or len(set(names)) < len(names):
+        raise ConfigError(f"config key '{key}': {names!r} must name at least one data set, "
+                          "none twice")
+    return {n: of_kind(config, n, kinds, key) for n in names}

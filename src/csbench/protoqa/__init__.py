@@ -77,12 +77,6 @@ def predictions_files(pq: dict, sets, mirror, lm_models: dict,
 def check_targets(config: dict) -> dict[str, dict]:
     """The data sets ``protoqa.targets`` names (one name or a list), in order: name -> entry,
     checked at parse time (each a ``protoqa`` entry of ``datasets``, none twice)."""
-    from ..datasets import of_kind
-    from ..errors import ConfigError
+    from ..datasets import list_of_kind
 
-    targets = config["protoqa"]["targets"]
-    names = [targets] if isinstance(targets, str) else list(targets)
-    if not names or len(set(names)) < len(names):
-        raise ConfigError(f"config key 'protoqa.targets': {names!r} must name at least one data set, "
-                          "none twice")
-    return {n: of_kind(config, n, ("protoqa",), "protoqa.targets") for n in names}
+    return list_of_kind(config, config["protoqa"]["targets"], ("protoqa",), "protoqa.targets")

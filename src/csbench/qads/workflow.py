@@ -11,15 +11,10 @@ def check_dataset(config: dict) -> dict[str, dict]:
     entry, checked at parse time (each a ``squad`` entry of ``datasets``, none twice). The first
     is rewritten, verified, fine-tuned on and split by domain at ``results/qads/``; each other is
     rewritten and answered at ``results/qads/sets/<name>/`` (:func:`set_dir`)."""
-    from ..datasets import of_kind
-    from ..errors import ConfigError
+    from ..datasets import list_of_kind
 
-    table = config["qads"]["questions"]["table"]
-    names = [table] if isinstance(table, str) else list(table)
-    if not names or len(set(names)) < len(names):
-        raise ConfigError(f"config key 'qads.questions.table': {names!r} must name at least one "
-                          "data set, none twice")
-    return {n: of_kind(config, n, ("squad",), "qads.questions.table") for n in names}
+    return list_of_kind(config, config["qads"]["questions"]["table"], ("squad",),
+                        "qads.questions.table")
 
 
 # no selection: the further sets of qads.questions.table are read whole (their own
