@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from pathlib import Path
 
 REPO_NLTK_DATA = Path(__file__).resolve().parents[2] / "resources" / "nltk_data"
@@ -31,18 +32,31 @@ def use_nltk_data(path: str | Path) -> None:
 
 @functools.lru_cache(maxsize=1)
 def wordnet():
-    """Return the loaded NLTK WordNet reader (loaded once per process)."""
+    """Return the loaded NLTK WordNet reader (loaded once per process).
+
+    English only: NLTK's reader also builds, at every load, a map from WordNet 3.0 synsets to the
+    loaded version's for its multilingual (OMW) functions, reading all of index.sense twice
+    (about 40% of the load's CPU time; it compares the version number with the corpus name, so
+    it runs even on 3.0 itself). csbench calls none of those functions, so the map is skipped;
+    every synset, lemma and similarity is the same as through ``nltk.corpus.wordnet``."""
     ensure_nltk_path()
-    from nltk.corpus import wordnet as wn
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class EnglishWordNet(WordNetCorpusReader):
+        def map_wn(self, version="wordnet"):
+            return None
 
     try:
-        wn.ensure_loaded()
+        root = nltk.data.find("corpora/wordnet")
     except LookupError as exc:  # pragma: no cover - message only
         raise LookupError(
             "WordNet not found: run `make setup` (or `python -m csbench.nltk_setup "
             "resources/nltk_data`) and set NLTK_DATA"
         ) from exc
-    return wn
+    with warnings.catch_warnings():  # "multilingual functions are not available": none are used
+        warnings.simplefilter("ignore", UserWarning)
+        return EnglishWordNet(root, None)
 
 
 def synsets(lemma: str, pos: str | None = None):
