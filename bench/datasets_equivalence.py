@@ -54,7 +54,7 @@ dev = normalise("winogrande", "dev", {f: MIRROR / "winogrande" / f for f in ("de
 ww = normalise("winowhat", "winowhat", {"WinoWhat.csv": MIRROR / "winowhat" / "WinoWhat.csv"})
 key = set(zip(dev["sentence"], dev["option1"], dev["option2"]))
 ww = ww[[k in key for k in zip(ww["sentence"], ww["option1"], ww["option2"])]].reset_index(drop=True)
-builtin = build_items(dev, ww)
+builtin = build_items({"winogrande_dev": dev}, ww)
 # the user's copy: renamed columns, answer as option text, one paraphrase per item (the first)
 orig = builtin[(builtin["dataset"] == "winogrande_dev") & (builtin["variant"] == "orig")]
 first = builtin[(builtin["variant"] == "transf") & (builtin["item_id"] == builtin["orig_id"])]
