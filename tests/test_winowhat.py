@@ -96,6 +96,19 @@ def test_build_items_rejects_unaligned_rows():
         build_items({"winogrande_dev": _dev()}, ww)
 
 
+def test_dev_read_in_part_keeps_the_paraphrases_of_its_items():
+    from csbench.datasets import read_in_part
+
+    part = _dev().iloc[[1, 2]]  # a limit sample or a where filter: q2, q3
+    it = build_items({"winogrande_dev": part}, _ww(), parts=["winogrande_dev"])
+    assert list(it[it.variant == "transf"]["item_id"]) == ["q2"]
+    with pytest.raises(InputError, match="does not match"):
+        build_items({"winogrande_dev": part}, _ww())
+    assert read_in_part({"settings": {"where": None, "limit": 5}})
+    assert read_in_part({"settings": {"where": {"x": "y"}, "limit": None}})
+    assert not read_in_part({"settings": {"where": None, "limit": None}})
+
+
 def test_samples_and_user_file(tmp_path):
     test = pd.DataFrame({"id": [f"t{i}" for i in range(10)],
                          "sentence": [f"P{i} saw Q{i} and _ waved." for i in range(10)],

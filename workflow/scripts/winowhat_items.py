@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from csbench.datasets import read_entry
+from csbench.datasets import read_entry, read_in_part
 from csbench.io import write_parquet, write_tsv
 from csbench.logs import snakemake_logger
 from csbench.winowhat.items import build_items, template
@@ -14,7 +14,8 @@ users = {k[len("user_"):]: inp[k] for k in inp.keys() if k.startswith("user_")}
 # every data set read with the params the rule reruns on ({name: params}; winogrande_dev first)
 sets = {n: read_entry(r, inp[f"set_{n}"], n) for n, r in p.datasets.items()}
 items = build_items(sets, pd.read_parquet(inp["winowhat"]), sample_size=p.samples["size"],
-                    seed=p.samples["seed"], user_files=users, winowhat_path=inp["winowhat"])
+                    seed=p.samples["seed"], user_files=users, winowhat_path=inp["winowhat"],
+                    parts=[n for n, r in p.datasets.items() if read_in_part(r)])
 for (ds, var), n in items.groupby(["dataset", "variant"]).size().items():
     log.info("%s/%s: %d items", ds, var, n)
 flagged = items[items["flagged"]][["dataset", "item_id", "sentence", "option1", "option2"]]

@@ -14,7 +14,8 @@ API (stable; tasks use only these):
 * :func:`input_path` ``(entry, data_table)``: the file a rule takes as input (a normalised table's
   Parquet path for ``<source>:<table>``), so editing it reruns the rules that read it.
 * :func:`read_params` ``(entry)``: what a reader's output depends on besides the file (a rule's
-  ``params``); :func:`read_entry` reads a file with them.
+  ``params``); :func:`read_entry` reads a file with them; :func:`read_in_part`: whether they read
+  only some of its items (a ``where`` filter, a ``limit`` sample).
 * :func:`read_dataset` ``(name, config, path=None)``: the normalised table of a set (columns
   ``KINDS[kind].columns``, one row per item, source ids kept, the ``where`` filter and then the
   ``limit``/``seed`` sample applied);
@@ -34,7 +35,7 @@ from . import formats
 from .kinds import KINDS, ROWS, protoqa_native
 
 __all__ = ["KINDS", "TEXT_ROLES", "check_config", "names", "entry", "input_path", "of_kind",
-           "read_dataset", "read_entry", "read_params", "table_ref"]
+           "read_dataset", "read_entry", "read_in_part", "read_params", "table_ref"]
 
 
 def table_ref(path: str) -> tuple[str, str] | None:
@@ -73,6 +74,12 @@ def read_params(e: dict) -> dict:
     ``twentyq_dataset``)."""
     return {"kind": e["kind"], "columns": dict(e["columns"]),
             "settings": {k: e["settings"][k] for k in ("where", "limit", "seed")}}
+
+
+def read_in_part(e: dict) -> bool:
+    """Whether entry ``e`` (or its :func:`read_params`) reads only some of its file's items: a
+    ``settings.where`` filter or a ``limit`` sample."""
+    return bool(e["settings"]["where"]) or e["settings"]["limit"] is not None
 
 
 def _role_column(e: dict, role: str) -> str:

@@ -42,13 +42,18 @@ def _rows(df: pd.DataFrame, dataset: str, variant: str, sentence_col: str = "sen
     return out
 
 
-def align_winowhat(dev: pd.DataFrame, ww: pd.DataFrame, ww_path="WinoWhat") -> pd.DataFrame:
-    """WinoWhat rows with the dev qID (``orig_id``) and a unique ``item_id`` per row."""
+def align_winowhat(dev: pd.DataFrame, ww: pd.DataFrame, ww_path="WinoWhat",
+                   part: bool = False) -> pd.DataFrame:
+    """WinoWhat rows with the dev qID (``orig_id``) and a unique ``item_id`` per row; ``part``:
+    ``dev`` holds only some of the dev items (its entry's ``settings.where`` or ``limit``), so the
+    rows of the others are left out instead of being an error."""
     key = dev.set_index(KEY)
     out = []
     seen: dict[str, int] = {}
     for r in ww.itertuples(index=False):
         k = (r.sentence, r.option1, r.option2)
+        if k not in key.index and part:
+            continue
         if k not in key.index:
             raise InputError(ww_path, f"row {r.id} does not match any WinoGrande dev item "
                              f"(sentence, option1, option2): {r.sentence!r}")
@@ -145,10 +150,12 @@ ADDED = {"winogrande_dev": "the WinoWhat table", "winogrande_test": "winowhat.us
          "wsc": "winowhat.user_files"}
 
 
-def build_dev(dev: pd.DataFrame, winowhat: pd.DataFrame, winowhat_path="WinoWhat") -> list[dict]:
-    """WinoGrande dev (every item, ``orig``) with the WinoWhat paraphrases aligned to it
-    (``transf``), each dev item's categories the union of its WinoWhat rows'."""
-    ww = align_winowhat(dev, winowhat, winowhat_path)
+def build_dev(dev: pd.DataFrame, winowhat: pd.DataFrame, winowhat_path="WinoWhat",
+              part: bool = False) -> list[dict]:
+    """WinoGrande dev (every item read, ``orig``) with the WinoWhat paraphrases aligned to it
+    (``transf``; ``part``: see :func:`align_winowhat`), each dev item's categories the union of
+    its WinoWhat rows'."""
+    ww = align_winowhat(dev, winowhat, winowhat_path, part)
     cats = ww.groupby("orig_id")["categories"].agg(lambda s: sorted({c for x in s for c in x}))
     ioe = ww.groupby("orig_id")["ioe"].max()
     orig = pd.DataFrame({
@@ -161,10 +168,13 @@ def build_dev(dev: pd.DataFrame, winowhat: pd.DataFrame, winowhat_path="WinoWhat
 
 
 def build_items(sets: dict, winowhat: pd.DataFrame, sample_size: int | None = 100, seed: int = 0,
-                user_files: dict | None = None, winowhat_path="WinoWhat") -> pd.DataFrame:
+                user_files: dict | None = None, winowhat_path="WinoWhat",
+                parts=()) -> pd.DataFrame:
     """The full item table (columns :data:`ITEM_COLUMNS`) of ``sets`` (name -> the normalised
     table of a winograd data set, in order; ``winogrande_dev`` among them, which ``winowhat``
-    paraphrases), the samples' ``user_files`` (name -> path)."""
+    paraphrases), the samples' ``user_files`` (name -> path); ``parts``: the sets read in part
+    (a ``settings.where`` filter or a ``limit`` sample:
+    :func:`csbench.datasets.read_in_part`)."""
     if "winogrande_dev" not in sets:
         raise ValueError("WinoWhat's paraphrases belong to winogrande_dev: it must be among the sets")
     user_files = user_files or {}
@@ -175,7 +185,7 @@ def build_items(sets: dict, winowhat: pd.DataFrame, sample_size: int | None = 10
             raise ValueError(f"data set {name}: WinoWhat takes its paraphrases and categories from "
                              f"{ADDED[name]}, not from the set's paraphrase and categories roles")
         if name == "winogrande_dev":
-            rows += build_dev(table, winowhat, winowhat_path)
+            rows += build_dev(table, winowhat, winowhat_path, name in parts)
         elif name in ADDED:
             rows += build_sampled(table, name, sample_size, seed, user_files.get(name))
         else:
