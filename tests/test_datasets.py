@@ -158,6 +158,7 @@ def test_builtins_are_entries_of_the_registry():
     assert cfg["datasets"]["csqa2"]["settings"] == {"limit": 5, "seed": 0, "fewshot": "csqa2_train",
                                                     "where": None}
     assert read_params(cfg["datasets"]["wsc"])["settings"]["where"] == {"in_wsc273": True}
+    assert "where" not in read_params(cfg["datasets"]["csqa2"])["settings"]  # no filter: no key
     assert input_path(cfg["datasets"]["csqa2"]) == "results/data/csqa2/dev.parquet"
     assert read_params(cfg["datasets"]["csqa2"])["columns"]["topic"] == "topic_prompt"
     check_config(cfg)  # tables of sources: checked when a job reads them

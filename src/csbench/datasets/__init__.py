@@ -71,15 +71,18 @@ def read_params(e: dict) -> dict:
     kind, columns and ``where``/``limit``/``seed`` settings (a rule's ``params``;
     ``read_entry(read_params(e), path)`` reads the same table as ``read_entry(e, path)``). Not
     ``settings.fewshot``: 20Q takes the pool set's own file and params beside it (rule
-    ``twentyq_dataset``)."""
-    return {"kind": e["kind"], "columns": dict(e["columns"]),
-            "settings": {k: e["settings"][k] for k in ("where", "limit", "seed")}}
+    ``twentyq_dataset``). ``where`` only when set: a null filter and none read the same table, so
+    a set without one keeps the params of a reader without filters (no job of it reruns)."""
+    settings = {k: e["settings"][k] for k in ("limit", "seed")}
+    if e["settings"].get("where"):
+        settings["where"] = dict(e["settings"]["where"])
+    return {"kind": e["kind"], "columns": dict(e["columns"]), "settings": settings}
 
 
 def read_in_part(e: dict) -> bool:
     """Whether entry ``e`` (or its :func:`read_params`) reads only some of its file's items: a
     ``settings.where`` filter or a ``limit`` sample."""
-    return bool(e["settings"]["where"]) or e["settings"]["limit"] is not None
+    return bool(e["settings"].get("where")) or e["settings"]["limit"] is not None
 
 
 def _role_column(e: dict, role: str) -> str:
