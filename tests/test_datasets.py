@@ -116,11 +116,49 @@ def test_squad_json(tmp_path, monkeypatch):
     assert df.loc[0, "id"] == "q1" and list(df.columns) == list(KINDS["squad"].columns)
 
 
+def test_where_keeps_the_records_with_the_values_ids_by_position_kept(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "w.csv", WINO_CSV)
+    pd.DataFrame({"sentence": ["A or B: _.", "C or D: _.", "E or F: _."], "option1": ["A", "C", "E"],
+                  "option2": ["B", "D", "F"], "answer": [1, 2, 1], "keep": [True, False, True],
+                  "n": [1, 2, 1]}).to_parquet(tmp_path / "w.parquet")
+    wino = {"sentence": "text", "option1": "a", "option2": "b", "answer": "label"}
+    cfg = config(tmp_path, c={"kind": "winograd", "path": "w.csv", "columns": wino,
+                              "settings": {"where": {"cat": "social;temporal"}}},
+                 p={"kind": "winograd", "path": "w.parquet", "settings": {"where": {"keep": True}}},
+                 n={"kind": "winograd", "path": "w.parquet", "settings": {"where": {"n": 1, "keep": True},
+                                                                          "limit": 1}},
+                 none={"kind": "winograd", "path": "w.parquet", "settings": {"where": {"keep": 1}}})
+    check_config(cfg)
+    assert read_dataset("c", cfg)["id"].tolist() == ["2"]    # the file's second record
+    assert read_dataset("p", cfg)["id"].tolist() == ["1", "3"]
+    assert len(read_dataset("n", cfg)) == 1                  # filtered, then sampled
+    with pytest.raises(InputError, match=r"no record has \{'keep': 1\}"):  # 1 is not True
+        read_dataset("none", cfg)
+
+
+@pytest.mark.parametrize("entry, key", [
+    ({"path": "w.csv", "settings": {"where": {"nope": "x"}}}, "datasets.mine.settings.where.nope"),
+    ({"path": "w.csv", "settings": {"where": {"cat": True}}}, "datasets.mine.settings.where.cat"),
+    ({"path": "wsc273:wsc", "settings": {"where": {"wsc273": True}}}, "datasets.mine.settings.where.wsc273"),
+])
+def test_bad_where_stops_naming_the_key(tmp_path, monkeypatch, entry, key):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "w.csv", WINO_CSV)
+    entry = {"kind": "winograd", "columns": {"sentence": "text", "option1": "a", "option2": "b",
+                                             "answer": "label"}, **entry}
+    with pytest.raises(ConfigError, match=f"'{key}'"):
+        check_config(validate({"datasets": {"mine": entry}}, SCHEMA))
+
+
 def test_builtins_are_entries_of_the_registry():
     cfg = validate({"datasets": {"csqa2": {"settings": {"limit": 5}}}}, SCHEMA)
     assert {"winogrande_dev", "winogrande_test", "wsc"} <= set(names(cfg, "winograd"))
     assert {"csqa2", "csqa2_train"} <= set(names(cfg, "yesno"))
-    assert cfg["datasets"]["csqa2"]["settings"] == {"limit": 5, "seed": 0, "fewshot": "csqa2_train"}
+    assert cfg["datasets"]["csqa2"]["settings"] == {"limit": 5, "seed": 0, "fewshot": "csqa2_train",
+                                                    "where": None}
+    assert read_params(cfg["datasets"]["wsc"])["settings"]["where"] == {"in_wsc273": True}
+    assert "where" not in read_params(cfg["datasets"]["csqa2"])["settings"]  # no filter: no key
     assert input_path(cfg["datasets"]["csqa2"]) == "results/data/csqa2/dev.parquet"
     assert read_params(cfg["datasets"]["csqa2"])["columns"]["topic"] == "topic_prompt"
     check_config(cfg)  # tables of sources: checked when a job reads them
@@ -209,11 +247,17 @@ def test_invalid_utf8_and_truncated_json_name_the_line(tmp_path, monkeypatch):
 
 
 def test_winowhat_names_winograd_sets_only():
-    from csbench.winowhat.workflow import datasets_param, user_sets
+    from csbench.winowhat.workflow import inputs, sets
 
     cfg = validate({"datasets": {"mine": {"kind": "winograd", "path": "w.csv"}}}, SCHEMA)
-    ww = {"datasets": ["winogrande_dev", "mine"]}
-    assert user_sets(ww, cfg["datasets"]) == ["mine"]
-    assert datasets_param(ww, cfg["datasets"], lambda n: {"p": n}) == ["winogrande_dev", {"mine": {"p": "mine"}}]
+    ww = {"datasets": ["mine", "wsc"], "user_files": {"wsc": "u.csv", "winogrande_test": None}}
+    names = sets(ww, cfg["datasets"])
+    assert names == ["winogrande_dev", "mine", "wsc"]  # winogrande_dev always, first
+    assert inputs(ww, names, lambda s, t: f"{s}/{t}", lambda n: f"file:{n}") == {
+        "winowhat": "winowhat/winowhat", "set_winogrande_dev": "file:winogrande_dev",
+        "set_mine": "file:mine", "set_wsc": "file:wsc", "user_wsc": "u.csv"}
     with pytest.raises(ValueError, match="'csqa2' is a yesno data set"):
-        user_sets({"datasets": ["csqa2"]}, cfg["datasets"])
+        sets({"datasets": ["csqa2"]}, cfg["datasets"])
+    cfg = validate({"datasets": {"wsc": {"columns": {"paraphrase": "p"}}}}, SCHEMA)
+    with pytest.raises(ValueError, match="datasets.wsc.columns.paraphrase: .* winowhat.user_files"):
+        sets({"datasets": ["wsc"]}, cfg["datasets"])

@@ -78,7 +78,7 @@ def _ww():
 
 
 def test_build_items_alignment_duplicates_and_flags():
-    it = build_items(_dev(), _ww())
+    it = build_items({"winogrande_dev": _dev()}, _ww())
     orig = it[it.variant == "orig"].set_index("item_id")
     tr = it[it.variant == "transf"].set_index("item_id")
     assert len(orig) == 3 and list(tr.index) == ["q1", "q1#2", "q2"]
@@ -93,7 +93,20 @@ def test_build_items_rejects_unaligned_rows():
     ww = _ww()
     ww.loc[0, "option2"] = "Z"
     with pytest.raises(InputError, match="does not match"):
-        build_items(_dev(), ww)
+        build_items({"winogrande_dev": _dev()}, ww)
+
+
+def test_dev_read_in_part_keeps_the_paraphrases_of_its_items():
+    from csbench.datasets import read_in_part
+
+    part = _dev().iloc[[1, 2]]  # a limit sample or a where filter: q2, q3
+    it = build_items({"winogrande_dev": part}, _ww(), parts=["winogrande_dev"])
+    assert list(it[it.variant == "transf"]["item_id"]) == ["q2"]
+    with pytest.raises(InputError, match="does not match"):
+        build_items({"winogrande_dev": part}, _ww())
+    assert read_in_part({"settings": {"where": None, "limit": 5}})
+    assert read_in_part({"settings": {"where": {"x": "y"}, "limit": None}})
+    assert not read_in_part({"settings": {"where": None, "limit": None}})
 
 
 def test_samples_and_user_file(tmp_path):
@@ -101,7 +114,8 @@ def test_samples_and_user_file(tmp_path):
                          "sentence": [f"P{i} saw Q{i} and _ waved." for i in range(10)],
                          "option1": [f"P{i}" for i in range(10)], "option2": [f"Q{i}" for i in range(10)],
                          "answer": pd.array([None] * 10, dtype="Int8")})
-    it = it0 = build_items(_dev(), _ww(), test=test, sample_size=3, seed=1)
+    sets = {"winogrande_dev": _dev(), "winogrande_test": test}
+    it = it0 = build_items(sets, _ww(), sample_size=3, seed=1)
     s = it[it.dataset == "winogrande_test"]
     assert len(s) == 3 and s["label"].isna().all()
     assert len(template(it, "winogrande_test")) == 3
@@ -109,7 +123,7 @@ def test_samples_and_user_file(tmp_path):
     user.write_text("sentence,paraphrased_sentence,option1,option2,answer,gpt_category,"
                     "gpt_category_names,in_original_experiment\n"
                     "P9 saw Q9 and _ waved.,The one who waved at P9 was _.,P9,Q9,2,2,['social'],1\n")
-    it = build_items(_dev(), _ww(), test=test, sample_size=3, seed=1,
+    it = build_items(sets, _ww(), sample_size=3, seed=1,
                      user_files={"winogrande_test": str(user)})
     s = it[it.dataset == "winogrande_test"].set_index(["variant", "item_id"])
     sampled = set(it0[it0.dataset == "winogrande_test"]["item_id"]) | {"t9"}
@@ -117,7 +131,21 @@ def test_samples_and_user_file(tmp_path):
     assert s.loc[("transf", "t9"), "method"] == "option"
     user.write_text(user.read_text().replace("P9 saw", "P99 saw"))
     with pytest.raises(InputError, match=r"user.csv:2"):
-        build_items(_dev(), _ww(), test=test, sample_size=3, user_files={"winogrande_test": str(user)})
+        build_items(sets, _ww(), sample_size=3, user_files={"winogrande_test": str(user)})
+
+
+def test_sets_in_order_and_builtins_take_paraphrases_from_winowhat_only():
+    wsc = _dev().assign(id=["w1", "w2", "w3"])
+    mine = _dev().assign(id=["m1", "m2", "m3"], paraphrase=[None, "So _ left, A met B.", None],
+                         categories=[[], ["social"], []])
+    it = build_items({"winogrande_dev": _dev(), "mine": mine, "wsc": wsc}, _ww(), sample_size=2)
+    assert list(dict.fromkeys(it["dataset"])) == ["winogrande_dev", "mine", "wsc"]
+    assert (it["dataset"] == "wsc").sum() == 2
+    assert list(it[it["dataset"] == "mine"]["item_id"]) == ["m1", "m2", "m3", "m2"]
+    with pytest.raises(ValueError, match="wsc: WinoWhat takes its paraphrases .* winowhat.user_files"):
+        build_items({"winogrande_dev": _dev(), "wsc": mine}, _ww())
+    with pytest.raises(ValueError, match="must be among the sets"):
+        build_items({"mine": mine}, _ww())
 
 
 # ---------------------------------------------------------------- scoring with the engine
@@ -132,7 +160,7 @@ class FakeScorer:
 
 
 def test_score_items_pred_ties_and_keys():
-    it = build_items(_dev(), _ww())
+    it = build_items({"winogrande_dev": _dev()}, _ww())
     fake = FakeScorer({("A met B so A", " smiled."): -2.0, ("A met B so B", " smiled."): -1.0})
     out = score_items(it, fake)
     row = out[(out.variant == "orig") & (out.item_id == "q1")].iloc[0]
@@ -152,7 +180,7 @@ def test_control_scores_both_sides_the_same_way_and_per_character():
                        "paraphrased_sentence": ["Al met Bobby; who smiled was _."],
                        "option1": ["Al"], "option2": ["Bobby"], "answer": pd.array([2], dtype="Int8"),
                        "categories": [["social"]], "in_original_experiment": [1]})
-    it = build_items(dev, ww)
+    it = build_items({"winogrande_dev": dev}, ww)
     fake = FakeScorer({("Al met Bobby so", " Al smiled."): -3.0,      # 10 characters
                        ("Al met Bobby so", " Bobby smiled."): -3.5,   # 13 characters
                        ("Al met Bobby; who smiled was", " Al."): -1.0,
@@ -171,7 +199,7 @@ def test_control_scores_both_sides_the_same_way_and_per_character():
 def test_score_items_with_tiny_model(tiny_lm_dir):
     from csbench.lm import open_scorer
 
-    it = build_items(_dev(), _ww())
+    it = build_items({"winogrande_dev": _dev()}, _ww())
     out = score_items(it, open_scorer(tiny_lm_dir, {"device": "cpu", "batch_size": 2}))
     assert out["n_tokens1"].min() >= 1 and out["pred"].isin([1, 2]).all()
     assert list(out.columns[:14]) == ["item_id", "dataset", "variant", "sentence", "option1",
@@ -198,7 +226,7 @@ def test_mcnemar_exact_known_values():
 
 
 def test_accuracy_and_mcnemar_tables():
-    it = build_items(_dev(), _ww())
+    it = build_items({"winogrande_dev": _dev()}, _ww())
     scored = score_items(it, FakeScorer({("A met B so A", " smiled."): 0.0,
                                          ("A met B", " B"): 0.0}))
     scored["model"] = "m"

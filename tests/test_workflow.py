@@ -244,7 +244,8 @@ def changed_value(key: str, schema: dict, current):
 def data_set_changes(key: str, tmp: Path) -> dict:
     """A ``datasets.*`` key's changes: set name -> new value, on the demo's winograd set (read by
     WinoWhat and the contamination scan), its yes/no set (20Q, the scan, the demo_sets audit) and
-    the built-in sets ProtoQA and QADS read (protoqa_dev, squad_v2_dev); a kind on the demo's
+    the built-in sets ProtoQA and QADS read (protoqa_dev, squad_v2_dev; a row filter also on the
+    built-in wsc, read by WinoWhat and the scan); a kind on the demo's
     squad set, which the scan and the audit read (both search any kind; QADS's list drops it with
     the change, DATA_SET_ALSO)."""
     import shutil
@@ -269,6 +270,11 @@ def data_set_changes(key: str, tmp: Path) -> dict:
                         "protoqa_dev": protoqa_columns},
             "settings.limit": {"demo_wino": 3, "demo_yesno": 3, "protoqa_dev": 3, "squad_v2_dev": 5},
             "settings.seed": {"demo_wino": 1, "demo_yesno": 1},
+            # a row filter on the sets each reader reads (protoqa_dev and squad_v2_dev: on the
+            # columns of their normalised tables), and the built-in WSC273 filter off on wsc
+            "settings.where": {"demo_wino": {"kinds": "physical"}, "demo_yesno": {"part": "test"},
+                               "protoqa_dev": {"id": "r1q1"}, "squad_v2_dev": {"is_impossible": False},
+                               "wsc": None},
             "settings.fewshot": {"demo_yesno": "csqa2_train"}}[leaf]
 
 

@@ -7,12 +7,12 @@ WINOWHAT = "results/winowhat"
 WW = config["winowhat"]  # defaults filled by the config validation in the Snakefile
 WW_SHARDS = int(config["lm"]["shards"])
 WW_MODELS = _ww.models(config, WW)
-WW_USER_SETS = _ww.user_sets(WW, DATASETS)  # parse time: every name a winograd data set
+WW_SETS = _ww.sets(WW, DATASETS)  # parse time: every name a winograd data set
 
 
 rule winowhat_items:
     input:
-        unpack(lambda wc: _ww.inputs(WW, data_table, DATASETS, dataset_input)),
+        unpack(lambda wc: _ww.inputs(WW, WW_SETS, data_table, dataset_input)),
     output:
         table=f"{WINOWHAT}/items.parquet",
         flagged=report(f"{WINOWHAT}/flagged_paraphrases.tsv",
@@ -20,7 +20,8 @@ rule winowhat_items:
         templates=directory(f"{WINOWHAT}/samples"),
     params:
         samples=WW["samples"],
-        datasets=_ww.datasets_param(WW, DATASETS, dataset_params),
+        # each set read with what its table depends on besides its file (read_params)
+        datasets={n: dataset_params(n) for n in WW_SETS},
     log:
         "logs/winowhat/items.log",
     threads: 1

@@ -3,21 +3,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from csbench.datasets import read_entry
+from csbench.datasets import read_entry, read_in_part
 from csbench.io import write_parquet, write_tsv
 from csbench.logs import snakemake_logger
 from csbench.winowhat.items import build_items, template
 
 log = snakemake_logger(snakemake)
 inp, p = snakemake.input, snakemake.params
-read = lambda k: pd.read_parquet(inp[k]) if k in inp.keys() else None  # noqa: E731
 users = {k[len("user_"):]: inp[k] for k in inp.keys() if k.startswith("user_")}
-# the users' winograd data sets, each read with the params the rule reruns on ({name: params})
-reads = {n: r for d in p.datasets if isinstance(d, dict) for n, r in d.items()}
-sets = {n: read_entry(r, inp[f"set_{n}"], n) for n, r in reads.items()}
-items = build_items(read("dev"), read("winowhat"), test=read("test"), wsc=read("wsc"),
-                    sample_size=p.samples["size"], seed=p.samples["seed"], user_files=users,
-                    winowhat_path=inp["winowhat"], datasets=sets)
+# every data set read with the params the rule reruns on ({name: params}; winogrande_dev first)
+sets = {n: read_entry(r, inp[f"set_{n}"], n) for n, r in p.datasets.items()}
+items = build_items(sets, pd.read_parquet(inp["winowhat"]), sample_size=p.samples["size"],
+                    seed=p.samples["seed"], user_files=users, winowhat_path=inp["winowhat"],
+                    parts=[n for n, r in p.datasets.items() if read_in_part(r)])
 for (ds, var), n in items.groupby(["dataset", "variant"]).size().items():
     log.info("%s/%s: %d items", ds, var, n)
 flagged = items[items["flagged"]][["dataset", "item_id", "sentence", "option1", "option2"]]

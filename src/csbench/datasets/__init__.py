@@ -14,9 +14,11 @@ API (stable; tasks use only these):
 * :func:`input_path` ``(entry, data_table)``: the file a rule takes as input (a normalised table's
   Parquet path for ``<source>:<table>``), so editing it reruns the rules that read it.
 * :func:`read_params` ``(entry)``: what a reader's output depends on besides the file (a rule's
-  ``params``); :func:`read_entry` reads a file with them.
+  ``params``); :func:`read_entry` reads a file with them; :func:`read_in_part`: whether they read
+  only some of its items (a ``where`` filter, a ``limit`` sample).
 * :func:`read_dataset` ``(name, config, path=None)``: the normalised table of a set (columns
-  ``KINDS[kind].columns``, one row per item, source ids kept, ``limit``/``seed`` sample applied);
+  ``KINDS[kind].columns``, one row per item, source ids kept, the ``where`` filter and then the
+  ``limit``/``seed`` sample applied);
   ``path``: the file to read (a rule's input; default: the entry's path, ``<source>:<table>`` as
   ``results/data/<source>/<table>.parquet``). Bad rows raise :class:`csbench.errors.InputError`
   naming the file and line.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, InputError
@@ -32,7 +35,7 @@ from . import formats
 from .kinds import KINDS, ROWS, protoqa_native
 
 __all__ = ["KINDS", "TEXT_ROLES", "check_config", "names", "entry", "input_path", "of_kind",
-           "read_dataset", "read_entry", "read_params", "table_ref"]
+           "read_dataset", "read_entry", "read_in_part", "read_params", "table_ref"]
 
 
 def table_ref(path: str) -> tuple[str, str] | None:
@@ -65,11 +68,21 @@ def input_path(e: dict, data_table=None) -> str:
 
 def read_params(e: dict) -> dict:
     """What :func:`read_entry`'s table of entry ``e`` depends on besides the file's content: its
-    kind, columns and ``limit``/``seed`` settings (a rule's ``params``; ``read_entry(read_params(e),
-    path)`` reads the same table as ``read_entry(e, path)``). Not ``settings.fewshot``: 20Q takes
-    the pool set's own file and params beside it (rule ``twentyq_dataset``)."""
-    return {"kind": e["kind"], "columns": dict(e["columns"]),
-            "settings": {k: e["settings"][k] for k in ("limit", "seed")}}
+    kind, columns and ``where``/``limit``/``seed`` settings (a rule's ``params``;
+    ``read_entry(read_params(e), path)`` reads the same table as ``read_entry(e, path)``). Not
+    ``settings.fewshot``: 20Q takes the pool set's own file and params beside it (rule
+    ``twentyq_dataset``). ``where`` only when set: a null filter and none read the same table, so
+    a set without one keeps the params of a reader without filters (no job of it reruns)."""
+    settings = {k: e["settings"][k] for k in ("limit", "seed")}
+    if e["settings"].get("where"):
+        settings["where"] = dict(e["settings"]["where"])
+    return {"kind": e["kind"], "columns": dict(e["columns"]), "settings": settings}
+
+
+def read_in_part(e: dict) -> bool:
+    """Whether entry ``e`` (or its :func:`read_params`) reads only some of its file's items: a
+    ``settings.where`` filter or a ``limit`` sample."""
+    return bool(e["settings"].get("where")) or e["settings"]["limit"] is not None
 
 
 def _role_column(e: dict, role: str) -> str:
@@ -96,10 +109,32 @@ def check_config(config: dict, root: str | Path = ".") -> dict[str, dict]:
             if kind.name != "yesno" or other is None or other["kind"] != "yesno" or fewshot == name:
                 raise ConfigError(f"config key '{key}.settings.fewshot': {fewshot!r} must name another "
                                   "yesno data set, on a yesno data set")
-        if table_ref(e["path"]) is None:
+        ref = table_ref(e["path"])
+        if ref is None:
             _check_file(key, e, kind, Path(root) / e["path"])
+        else:
+            _check_where(key, e, _source_columns(ref[0]), False, e["path"])
         out[name] = e
     return out
+
+
+def _source_columns(source: str) -> list[str]:
+    """The columns of a source's normalised tables (``csbench.data.<source>.COLUMNS``)."""
+    from ..data import module
+
+    return list(module(source).COLUMNS)
+
+
+def _check_where(key: str, e: dict, cols, text_only: bool, where: str) -> None:
+    """``settings.where`` names columns of the file (``cols``; None: not known before reading)
+    and, where every value of the file is text (``text_only``: CSV/TSV), text values."""
+    for col, want in (e["settings"]["where"] or {}).items():
+        at = f"config key '{key}.settings.where.{col}'"
+        if cols is not None and col not in cols:
+            raise ConfigError(f"{at}: column {col!r} is not in {where} (its columns: {list(cols)})")
+        if text_only and not isinstance(want, str):
+            raise ConfigError(f"{at}: every value of {where} is text, so the value must be text "
+                              f"(e.g. {str(want).lower()!r}), not {want!r}")
 
 
 def _check_file(key: str, e: dict, kind, path: Path) -> None:
@@ -112,9 +147,11 @@ def _check_file(key: str, e: dict, kind, path: Path) -> None:
         found = formats.header(path)
     except InputError as exc:
         raise ConfigError(f"config key '{key}.path': {exc}") from None
-    if found is None or _native(e, kind, found[0]):
+    cols, complete = found if found is not None else (None, False)
+    _check_where(key, e, cols if complete else None,
+                 formats.file_format(path) in (".csv", ".tsv"), str(path))
+    if found is None or _native(e, kind, cols):
         return
-    cols, complete = found
     roles = kind.required + (tuple(r for r in kind.optional if r in e["columns"]) if complete else ())
     for role in roles:
         col = _role_column(e, role)
@@ -142,20 +179,68 @@ def read_dataset(name: str, config: dict, path: str | Path | None = None) -> pd.
 def read_entry(e: dict, path: str | Path, name: str = "<data set>") -> pd.DataFrame:
     kind = KINDS[e["kind"]]
     path = Path(path)
+    keep = RowFilter(path, e["settings"].get("where"))
     if kind.name == "squad":
-        df = _squad(path)
+        df = _squad(path, keep)
     elif kind.name == "protoqa" and path.suffix == ".parquet" and not e["columns"]:
-        df = _fixed_table(path, kind)       # a normalised ProtoQA table (protoqa:<table>)
+        df = _fixed_table(path, kind, keep)  # a normalised ProtoQA table (protoqa:<table>)
     else:
-        df = _rows(e, kind, path)
+        df = _rows(e, kind, path, keep)
     return _sample(df, kind, e["settings"])
 
 
-def _rows(e: dict, kind, path: Path) -> pd.DataFrame:
+class RowFilter:
+    """A set's ``settings.where``: a record is kept when each named column holds its value,
+    compared without conversion (text with text, an integer or a boolean with one of the same
+    type). A record without such a column, or a file of which no record is kept, is an
+    :class:`InputError` naming the file."""
+
+    def __init__(self, path: Path, want: dict | None):
+        self.path, self.want = path, dict(want or {})
+
+    @staticmethod
+    def _equal(value, want) -> bool:
+        if isinstance(want, bool):
+            return isinstance(value, (bool, np.bool_)) and bool(value) == want
+        if isinstance(want, int):
+            return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+                    and int(value) == want)
+        return isinstance(value, str) and value == want
+
+    def keeps(self, where, rec: dict) -> bool:
+        """Whether record ``rec`` (at ``where``, a :class:`formats.Where`) is kept."""
+        for col, want in self.want.items():
+            if col not in rec:
+                raise where.error(f"no column {col!r} (settings.where); the record has {sorted(rec)}")
+            if not self._equal(rec[col], want):
+                return False
+        return True
+
+    def table(self, df: pd.DataFrame) -> pd.DataFrame:
+        """The kept rows of a table read whole (a SQuAD file, a normalised table)."""
+        if not self.want:
+            return df
+        missing = [c for c in self.want if c not in df.columns]
+        if missing:
+            raise InputError(self.path, f"no column(s) {missing} (settings.where); its columns: "
+                             f"{list(df.columns)}")
+        kept = [all(self._equal(v, w) for v, w in zip(vals, self.want.values()))
+                for vals in zip(*(df[c].tolist() for c in self.want))]
+        return self.nonempty(df[kept].reset_index(drop=True))
+
+    def nonempty(self, df: pd.DataFrame) -> pd.DataFrame:
+        if self.want and df.empty:
+            raise InputError(self.path, f"no record has {self.want} (settings.where)")
+        return df
+
+
+def _rows(e: dict, kind, path: Path, keep: RowFilter) -> pd.DataFrame:
     make = ROWS[kind.name]
     rows, seen = [], {}
     roles = {r: _role_column(e, r) for r in kind.roles}
     for position, (where, rec) in enumerate(formats.records(path), start=1):
+        if not keep.keeps(where, rec):
+            continue  # its position still counts: ids by position do not move with the filter
         if kind.name == "protoqa" and not e["columns"] and "metadata" in rec:
             row = protoqa_native(where, rec)
         else:
@@ -170,28 +255,28 @@ def _rows(e: dict, kind, path: Path) -> pd.DataFrame:
             at = f"line {first.line}" if first.line is not None else f"row {first.row + 1}"
             raise where.error(f"duplicate id {row['id']!r} (first at {at})")
         rows.append(row)
-    df = pd.DataFrame(rows, columns=list(kind.columns))
+    df = keep.nonempty(pd.DataFrame(rows, columns=list(kind.columns)))
     if kind.name == "winograd":
         df["answer"] = df["answer"].astype("Int8")
     return df
 
 
-def _fixed_table(path: Path, kind) -> pd.DataFrame:
+def _fixed_table(path: Path, kind, keep: RowFilter) -> pd.DataFrame:
     if not path.exists():
         raise InputError(path, "file not found")
-    df = pd.read_parquet(path)
+    df = keep.table(pd.read_parquet(path))
     missing = [c for c in kind.columns if c not in df.columns]
     if missing:
         raise InputError(path, f"not a {kind.name} table: no column(s) {missing}")
     return df[list(kind.columns)].reset_index(drop=True)
 
 
-def _squad(path: Path) -> pd.DataFrame:
+def _squad(path: Path, keep: RowFilter) -> pd.DataFrame:
     from ..data.squad_v2 import read_squad
 
     if formats.file_format(path) == ".json":
-        return read_squad(path)
-    return _fixed_table(path, KINDS["squad"])
+        return keep.table(read_squad(path))
+    return _fixed_table(path, KINDS["squad"], keep)
 
 
 def _sample(df: pd.DataFrame, kind, settings: dict) -> pd.DataFrame:

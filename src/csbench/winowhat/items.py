@@ -1,10 +1,13 @@
-"""The item table scored by every model: datasets x variants, with categories and requests.
+"""The item table scored by every model: data sets x variants, with categories and requests.
 
-Datasets: ``winogrande_dev`` (orig: all dev items; transf: the WinoWhat rows aligned with dev by
-(sentence, option1, option2, answer)), ``winogrande_test`` and ``wsc`` (seeded samples; a user CSV
-with the WinoWhat columns adds labels, paraphrases and categories; items it names join the
-sample). Test has no public labels: without a user file its items carry no label. Any other
-winograd data set of the ``datasets`` section: all its items (orig), its paraphrases (transf).
+Every set is a winograd data set of the ``datasets`` registry, read by
+:func:`csbench.datasets.read_entry` (its normalised table: id, sentence, option1, option2, answer,
+paraphrase, categories). What WinoWhat adds to the built-in ones (:data:`ADDED`):
+``winogrande_dev`` (orig: all its items; transf: the WinoWhat rows aligned with them by
+(sentence, option1, option2), answers checked), ``winogrande_test`` and ``wsc`` (seeded samples,
+``winowhat.samples``; a user CSV with the WinoWhat columns adds labels, paraphrases and
+categories; items it names join the sample). Test has no public labels: without a user file its
+items carry no label. Any other set: all its items (orig), its paraphrases (transf).
 """
 from __future__ import annotations
 
@@ -39,13 +42,18 @@ def _rows(df: pd.DataFrame, dataset: str, variant: str, sentence_col: str = "sen
     return out
 
 
-def align_winowhat(dev: pd.DataFrame, ww: pd.DataFrame, ww_path="WinoWhat") -> pd.DataFrame:
-    """WinoWhat rows with the dev qID (``orig_id``) and a unique ``item_id`` per row."""
+def align_winowhat(dev: pd.DataFrame, ww: pd.DataFrame, ww_path="WinoWhat",
+                   part: bool = False) -> pd.DataFrame:
+    """WinoWhat rows with the dev qID (``orig_id``) and a unique ``item_id`` per row; ``part``:
+    ``dev`` holds only some of the dev items (its entry's ``settings.where`` or ``limit``), so the
+    rows of the others are left out instead of being an error."""
     key = dev.set_index(KEY)
     out = []
     seen: dict[str, int] = {}
     for r in ww.itertuples(index=False):
         k = (r.sentence, r.option1, r.option2)
+        if k not in key.index and part:
+            continue
         if k not in key.index:
             raise InputError(ww_path, f"row {r.id} does not match any WinoGrande dev item "
                              f"(sentence, option1, option2): {r.sentence!r}")
@@ -137,14 +145,17 @@ def build_dataset(table: pd.DataFrame, dataset: str) -> list[dict]:
     return rows + _rows(transf, dataset, "transf", sentence_col="paraphrased_sentence")
 
 
-def build_items(dev: pd.DataFrame, winowhat: pd.DataFrame, test: pd.DataFrame | None = None,
-                wsc: pd.DataFrame | None = None, sample_size: int | None = 100, seed: int = 0,
-                user_files: dict | None = None, winowhat_path="WinoWhat",
-                datasets: dict | None = None) -> pd.DataFrame:
-    """The full item table (columns :data:`ITEM_COLUMNS`); ``datasets``: name -> the normalised
-    table of a winograd data set scored whole."""
-    user_files = user_files or {}
-    ww = align_winowhat(dev, winowhat, winowhat_path)
+# built-in sets whose paraphrases and categories WinoWhat takes from elsewhere: set -> from where
+ADDED = {"winogrande_dev": "the WinoWhat table", "winogrande_test": "winowhat.user_files",
+         "wsc": "winowhat.user_files"}
+
+
+def build_dev(dev: pd.DataFrame, winowhat: pd.DataFrame, winowhat_path="WinoWhat",
+              part: bool = False) -> list[dict]:
+    """WinoGrande dev (every item read, ``orig``) with the WinoWhat paraphrases aligned to it
+    (``transf``; ``part``: see :func:`align_winowhat`), each dev item's categories the union of
+    its WinoWhat rows'."""
+    ww = align_winowhat(dev, winowhat, winowhat_path, part)
     cats = ww.groupby("orig_id")["categories"].agg(lambda s: sorted({c for x in s for c in x}))
     ioe = ww.groupby("orig_id")["ioe"].max()
     orig = pd.DataFrame({
@@ -152,16 +163,33 @@ def build_items(dev: pd.DataFrame, winowhat: pd.DataFrame, test: pd.DataFrame | 
         "option1": dev["option1"], "option2": dev["option2"], "label": dev["answer"],
         "categories": [cats.get(i, []) for i in dev["id"]],
         "ioe": [ioe.get(i) for i in dev["id"]]})
-    rows = _rows(orig, "winogrande_dev", "orig")
-    rows += _rows(ww, "winogrande_dev", "transf", sentence_col="paraphrased_sentence")
-    if test is not None:
-        rows += build_sampled(test, "winogrande_test", sample_size, seed,
-                              user_files.get("winogrande_test"))
-    if wsc is not None:
-        w = wsc[wsc["in_wsc273"]] if "in_wsc273" in wsc else wsc
-        rows += build_sampled(w, "wsc", sample_size, seed, user_files.get("wsc"))
-    for name, table in (datasets or {}).items():
-        rows += build_dataset(table, name)
+    return (_rows(orig, "winogrande_dev", "orig")
+            + _rows(ww, "winogrande_dev", "transf", sentence_col="paraphrased_sentence"))
+
+
+def build_items(sets: dict, winowhat: pd.DataFrame, sample_size: int | None = 100, seed: int = 0,
+                user_files: dict | None = None, winowhat_path="WinoWhat",
+                parts=()) -> pd.DataFrame:
+    """The full item table (columns :data:`ITEM_COLUMNS`) of ``sets`` (name -> the normalised
+    table of a winograd data set, in order; ``winogrande_dev`` among them, which ``winowhat``
+    paraphrases), the samples' ``user_files`` (name -> path); ``parts``: the sets read in part
+    (a ``settings.where`` filter or a ``limit`` sample:
+    :func:`csbench.datasets.read_in_part`)."""
+    if "winogrande_dev" not in sets:
+        raise ValueError("WinoWhat's paraphrases belong to winogrande_dev: it must be among the sets")
+    user_files = user_files or {}
+    rows = []
+    for name, table in sets.items():
+        if name in ADDED and ("paraphrase" in table and table["paraphrase"].notna().any()
+                              or "categories" in table and table["categories"].map(len).any()):
+            raise ValueError(f"data set {name}: WinoWhat takes its paraphrases and categories from "
+                             f"{ADDED[name]}, not from the set's paraphrase and categories roles")
+        if name == "winogrande_dev":
+            rows += build_dev(table, winowhat, winowhat_path, name in parts)
+        elif name in ADDED:
+            rows += build_sampled(table, name, sample_size, seed, user_files.get(name))
+        else:
+            rows += build_dataset(table, name)
     df = pd.DataFrame(rows, columns=ITEM_COLUMNS)
     df["label"] = df["label"].astype("Int8")
     df["in_original_experiment"] = df["in_original_experiment"].astype("Int8")
