@@ -318,6 +318,27 @@ def test_workflow_plan_on_demo_config(repo, monkeypatch):
     assert "results/contamination/effect.tsv" not in plan.targets()   # winowhat task not on
 
 
+def test_effect_and_signals_read_the_models_winowhat_scores(repo, monkeypatch):
+    """The effect and the membership signals read WinoWhat's per-item results: only the models
+    WinoWhat scores (the demo's fine-tuned models are scored by their own tasks); a signals model
+    WinoWhat does not score is refused at parse time, naming both keys."""
+    import yaml
+
+    from csbench.config import validate
+    from csbench.contamination.workflow import Plan
+
+    monkeypatch.chdir(repo)
+    cfg = validate(yaml.safe_load((repo / "resources/demo/config.yaml").read_text()),
+                   repo / "workflow/schemas/config.schema.yaml")
+    plan = Plan(cfg, ["smollm2-135m"])
+    results = [p for k, p in plan.effect_inputs().items() if k.startswith("results__")]
+    assert results == ["results/winowhat/smollm2-135m/items.parquet"]
+    assert plan.signals_models() == ["smollm2-135m"]
+    plan.cfg["signals"]["models"] = ["smollm2-135m-20q-ft"]
+    with pytest.raises(ValueError, match="contamination.signals.models.*winowhat.models"):
+        plan.signals_models()
+
+
 def _engine_docs():
     filled = SENT.replace("_", "Maria")
     rng = np.random.default_rng(7)

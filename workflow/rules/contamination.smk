@@ -5,7 +5,7 @@
 from csbench.contamination.workflow import Plan as _ContPlan
 
 CONT = "results/contamination"
-CONT_PLAN = _ContPlan(config)
+CONT_PLAN = _ContPlan(config, WW_MODELS)  # WW_MODELS: winowhat.smk
 CONT_CFG = CONT_PLAN.cfg
 
 

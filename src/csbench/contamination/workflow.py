@@ -12,11 +12,13 @@ ROOT = "results/contamination"
 
 
 class Plan:
-    def __init__(self, config: dict):
-        """``config``: the whole config, validated (defaults filled) by the Snakefile."""
+    def __init__(self, config: dict, models: list[str] | None = None):
+        """``config``: the whole config, validated (defaults filled) by the Snakefile; ``models``:
+        the models WinoWhat scores (the effect and the signals read their per-item results;
+        default: every model under ``models.lm``)."""
         self.cfg = config["contamination"]
         self.tasks = list(config["tasks"])
-        self.models = list(config["models"]["lm"])
+        self.models = list(config["models"]["lm"]) if models is None else list(models)
         self.lexical = [m for m in self.cfg["methods"] if m in ("exact", "ngram")]
         # benchmark -> its entry of the `datasets` registry (every benchmark but the task tables
         # of BENCHMARKS), checked here at parse time
@@ -99,6 +101,11 @@ class Plan:
         if not sig["enabled"]:
             return []
         wanted = sig["models"]
+        for m in wanted or []:
+            if m not in self.models:
+                raise ValueError(f"contamination.signals.models: {m!r} is not among the models WinoWhat "
+                                 f"scores (winowhat.models: {self.models}); its signals are read against "
+                                 "its WinoWhat results")
         return [m for m in self.models if wanted is None or m in wanted]
 
     def signals_stats_inputs(self) -> dict[str, str]:

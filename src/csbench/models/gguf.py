@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 _GGUF_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 _GGUF_STRING, _GGUF_ARRAY, _GGUF_UINT32 = 8, 9, 4
 _GGUF_MAX_DIMS = 4
+_FACTS = ("general.architecture", "general.name", "general.file_type")  # gguf_quantisation's
 
 
 class GGUFHeader:
@@ -68,6 +69,12 @@ def check_gguf(path: str | Path, shown: str | None = None) -> int:
     :class:`InputError` naming ``shown`` (default: the path) and what is wrong (e.g. ``GGUF file
     truncated: tensor 'blk.1.ffn_up.weight' needs 147456 bytes at offset 1234, file has 5000``).
     Returns the tensor count. Flipped bits inside tensor data are the sha256's job."""
+    return len(_walk(path, shown)[1])
+
+
+def _walk(path: str | Path, shown: str | None) -> tuple[dict, list]:
+    """The checked header walk of :func:`check_gguf`: (the values of the keys in ``_FACTS``,
+    the tensor infos as (name, dims, type, offset))."""
     import gguf
 
     path = Path(path)
@@ -87,12 +94,17 @@ def check_gguf(path: str | Path, shown: str | None = None) -> int:
             raise h.corrupt(f"version {version} (readable: 2, 3; big-endian files are not)")
         n_tensors, n_kv = h.u64("the tensor count"), h.u64("the key/value count")
         align = gguf.GGUF_DEFAULT_ALIGNMENT
+        facts = {}
         for i in range(n_kv):       # each pair takes >= 12 bytes: bounded by the file size
             key = h.string(f"key {i + 1} of {n_kv}")
             what = f"the value of {key!r}"
             vtype = h.u32(what)
             if key == "general.alignment" and vtype == _GGUF_UINT32:
                 align = h.u32(what)
+            elif key in _FACTS and vtype == _GGUF_STRING:
+                facts[key] = h.string(what)
+            elif key in _FACTS and vtype == _GGUF_UINT32:
+                facts[key] = h.u32(what)
             else:
                 h.skip_value(vtype, what)
         tensors = []
@@ -121,34 +133,25 @@ def check_gguf(path: str | Path, shown: str | None = None) -> int:
         if start + need > size:
             raise InputError(shown, f"GGUF file truncated: tensor {name!r} needs {need} bytes "
                              f"at offset {start}, file has {size}")
-    return len(tensors)
+    return facts, tensors
 
 
-def gguf_quantisation(path: str | Path) -> dict:
-    """Architecture, file type (quantisation) and tensor types of a GGUF file."""
+def gguf_quantisation(path: str | Path, shown: str | None = None) -> dict:
+    """Architecture, file type (quantisation) and tensor types of a GGUF file, from the checked
+    header walk (``gguf.GGUFReader`` would parse every vocabulary string first: seconds)."""
     from collections import Counter
 
     import gguf
 
-    r = gguf.GGUFReader(str(path))
-
-    def field(name):
-        f = r.fields.get(name)
-        if f is None:
-            return None
-        v = f.parts[f.data[0]]
-        if f.types and f.types[0] == gguf.GGUFValueType.STRING:
-            return bytes(v).decode("utf-8", "replace")
-        return v.tolist()[0] if hasattr(v, "tolist") else v
-
-    ftype = field("general.file_type")
+    facts, tensors = _walk(path, shown)
+    ftype = facts.get("general.file_type")
     try:
         ftype_name = gguf.LlamaFileType(ftype).name.replace("MOSTLY_", "") if ftype is not None \
             else None
     except ValueError:
         ftype_name = str(ftype)
-    types = Counter(t.tensor_type.name for t in r.tensors)
-    return {"architecture": field("general.architecture"), "name": field("general.name"),
+    types = Counter(gguf.GGMLQuantizationType(t).name for _, _, t, _ in tensors)
+    return {"architecture": facts.get("general.architecture"), "name": facts.get("general.name"),
             "file_type": ftype_name, "tensor_types": dict(types)}
 
 
@@ -174,9 +177,8 @@ def convert_checked(gguf_file: Path, outdir: Path, shown: str, label: str) -> di
     """Check a GGUF file (:func:`check_gguf`) and convert it into ``outdir``; returns its
     provenance entries. A file that passes the check but that the readers still refuse is named
     with their error."""
-    check_gguf(gguf_file, shown)
+    q = gguf_quantisation(gguf_file, shown)   # the checked walk: refuses a damaged file first
     try:
-        q = gguf_quantisation(gguf_file)
         log.info("converting %s (%s, %s) to a Hugging Face directory", label,
                  q["architecture"], q["file_type"])
         params = convert_gguf(gguf_file, outdir)
