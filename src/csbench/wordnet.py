@@ -25,9 +25,10 @@ def ensure_nltk_path() -> None:
 
 
 def use_nltk_data(path: str | Path) -> None:
-    """Export ``NLTK_DATA`` (absolute) so this process and every child job find WordNet."""
+    """Export ``NLTK_DATA`` (absolute) so this process and every child job find WordNet. NLTK
+    itself is not imported here (about 2 CPU s: it imports scipy.stats): :func:`wordnet` puts the
+    path on NLTK's search path when it first loads the corpus."""
     os.environ["NLTK_DATA"] = str(Path(path).resolve())
-    ensure_nltk_path()
 
 
 @functools.lru_cache(maxsize=1)

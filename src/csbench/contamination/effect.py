@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu
 
 from ..errors import InputError
 
@@ -25,6 +24,7 @@ def effect(model: str, results: pd.DataFrame, flags: pd.DataFrame, benchmark: st
     WinoGrande dev qID there, so a paraphrase inherits its original's contamination), else
     ``item_id``.
     """
+    from scipy.stats import mannwhitneyu  # not at import: the Snakefile loads this module
     need = ["item_id", "dataset", "variant", "correct"]
     missing = [c for c in need if c not in results.columns]
     if missing:

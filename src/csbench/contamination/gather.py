@@ -4,8 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .scan import SHARD_COLUMNS
-
+# A scan shard's rows (scan.py and semantic.py write them; defined here, where they are read,
+# so that gathering does not import the scan kernels)
+SHARD_COLUMNS = ["benchmark", "item_id", "probe", "method", "positions", "n_positions", "span",
+                 "count", "score", "doc_id", "offset", "text"]
 ITEM_COLUMNS = ["item_id", "method", "contaminated", "fraction", "longest_span", "count",
                 "doc_id", "offset", "evidence"]
 

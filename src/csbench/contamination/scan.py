@@ -36,6 +36,7 @@ import pandas as pd
 
 from . import corpus
 from . import hashing as H
+from .gather import SHARD_COLUMNS
 from .kernels import batch_scan
 
 log = logging.getLogger(__name__)
@@ -458,7 +459,3 @@ def _upto(documents, max_bytes: int):
         n += len(doc[1])
         if n >= max_bytes:
             return
-
-
-SHARD_COLUMNS = ["benchmark", "item_id", "probe", "method", "positions", "n_positions", "span",
-                 "count", "score", "doc_id", "offset", "text"]

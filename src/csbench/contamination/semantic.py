@@ -14,7 +14,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from .scan import EVIDENCE_CHARS, SHARD_COLUMNS
+from .gather import SHARD_COLUMNS
+from .scan import EVIDENCE_CHARS
 
 log = logging.getLogger(__name__)
 _SENT = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu
 
 from ..bootstrap import auroc, counts, interval, resamples
 from .signals import MEMBER_SIGN, SIGNALS
@@ -95,6 +94,7 @@ def with_correct(rows: pd.DataFrame, results: pd.DataFrame, variant: str) -> pd.
 
 
 def mannwhitney_table(model: str, sig: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    from scipy.stats import mannwhitneyu  # not at import: the Snakefile loads this module
     orig = with_correct(answer_rows(sig), results, "orig")
     ok = orig["correct"].astype(bool).to_numpy()
     rows = []

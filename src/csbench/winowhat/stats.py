@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from ..bootstrap import interval, resamples
 from .scoring import METHODS
@@ -31,6 +30,7 @@ def bootstrap_ci(correct, n_boot: int = 10000, seed: int = 0, level: float = 0.9
 
 def mcnemar_exact(orig_correct, transf_correct) -> tuple[int, int, float]:
     """(orig-only correct, transf-only correct, two-sided exact p) on paired outcomes."""
+    from scipy.stats import binomtest  # not at import: the Snakefile loads this module
     o = np.asarray(orig_correct, dtype=bool)
     t = np.asarray(transf_correct, dtype=bool)
     b, c = int((o & ~t).sum()), int((~o & t).sum())
