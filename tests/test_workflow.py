@@ -515,8 +515,7 @@ def test_a_finetuned_model_retrains_only_when_its_base_data_or_settings_change(d
     the `finetune` section), another base or another training table retrains it; sampling
     settings, another task's settings and resources do not."""
     ft = "smollm2-135m-protoqa-ft"
-    spec = {"base": "smollm2-135m", "data": "protoqa/finetune_train", "dev": "protoqa/finetune_dev",
-            "batch": 8, "grad_accum": 1}  # as in the demo config: only the named setting changes
+    spec = {"base": "smollm2-135m", "data": "protoqa/finetune_train", "dev": "protoqa/finetune_dev"}
     changes = {
         "spec_seed": {"models": {"lm": {ft: {"finetune": {**spec, "seed": 1}}}}},
         "section_lr": {"finetune": {"lr": 2.0e-4}},
