@@ -12,7 +12,9 @@ CSQA2 dev questions, ProtoQA dev answers and ``"<question> <answer>"`` pairs, SQ
 questions and contexts (past the 256-token limit, so truncated) from the real mirror, and edge
 cases (empty, whitespace around, upper case, unicode). Encoders: the spec
 ``sentence-transformers/all-MiniLM-L6-v2`` (resolved offline) and any extra directory given with
-``--model``. Runs on CPU in float32 with ``--threads`` torch threads (1, as workflow jobs run).
+``--model``, and with ``--tiny`` random tiny encoders of each accepted architecture (BERT, MPNet,
+RoBERTa, XLM-R, DistilBERT; mean and CLS pooling; with and without Normalize and lower-casing).
+Runs on CPU in float32 with ``--threads`` torch threads (1, as workflow jobs run).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,6 +96,43 @@ def real_texts(mirror: Path, per_source: int) -> list[str]:
             + pick(sq_q, per_source) + pick(sq_c, per_source // 8))
 
 
+def tiny_models(root: Path) -> list[str]:
+    """Random tiny encoders of each architecture in ``csbench.embed_plain.ENCODERS``, saved as
+    sentence-transformers folders with MiniLM's tokenizer: mean and CLS pooling, with and without
+    the Normalize module, ``do_lower_case`` on and off (vectors are meaningless; only the equality
+    of the two backends is checked)."""
+    import shutil
+
+    import torch
+    from transformers import AutoModel, BertConfig, DistilBertConfig, MPNetConfig, RobertaConfig, XLMRobertaConfig
+
+    from csbench.models.offline import resolve
+
+    minilm = Path(resolve(SPEC))
+    size = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                intermediate_size=64, pad_token_id=0)
+    cases = [("bert", BertConfig(**size, max_position_embeddings=512), "mean", True, False),
+             ("mpnet", MPNetConfig(**size, max_position_embeddings=514), "mean", True, True),
+             ("roberta", RobertaConfig(**size, max_position_embeddings=514), "cls", True, False),
+             ("xlm-roberta", XLMRobertaConfig(**size, max_position_embeddings=514), "mean", False, False),
+             ("distilbert", DistilBertConfig(vocab_size=30522, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
+                                             pad_token_id=0, max_position_embeddings=512), "cls", False, True)]
+    out = []
+    for name, config, pooling, normalize, lower in cases:
+        d = root / f"tiny-{name}-{pooling}{'-norm' if normalize else ''}{'-lower' if lower else ''}"
+        torch.manual_seed(0)
+        AutoModel.from_config(config).save_pretrained(d)
+        for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+            shutil.copy(minilm / f, d / f)
+        modules = json.loads((minilm / "modules.json").read_text())[:3 if normalize else 2]
+        (d / "modules.json").write_text(json.dumps(modules))
+        (d / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128, "do_lower_case": lower}))
+        (d / "1_Pooling").mkdir()
+        (d / "1_Pooling/config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": pooling}))
+        out.append(str(d))
+    return out
+
+
 def compare(spec: str, texts: list[str]) -> dict:
     import numpy as np
     from sentence_transformers import SentenceTransformer
@@ -106,11 +146,14 @@ def compare(spec: str, texts: list[str]) -> dict:
     st._model = SentenceTransformer(resolve(spec), device="cpu")
     lp, ls = plain._token_lengths(texts), st._token_lengths(texts)
     a, b = plain.encode(texts), st.encode(texts)
+    mixed = texts[:1000]  # one call of mixed lengths: padded batches, sentence-transformers' own sort
+    padded_equal = bool(np.array_equal(plain._encode(mixed), st._encode(mixed)))
     diff = float(np.abs(a - b).max()) if len(texts) else 0.0
     return {"spec": spec, "texts": len(texts), "distinct": len(set(texts)),
             "truncated": sum(n >= plain.model.max_seq_length for n in lp),
             "dim_equal": plain.dim == st.dim, "token_lengths_equal": lp == ls,
-            "array_equal": bool(np.array_equal(a, b)), "max_abs_diff": diff}
+            "array_equal": bool(np.array_equal(a, b)), "max_abs_diff": diff,
+            "padded_batches_equal": padded_equal}
 
 
 def child(backend: str, spec: str) -> None:
@@ -142,6 +185,7 @@ def main() -> None:
     ap.add_argument("--per-source", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--tiny", action="store_true", help="also random tiny encoders of every accepted architecture")
     ap.add_argument("--child", choices=["plain", "st"])
     args = ap.parse_args()
     import torch
@@ -150,8 +194,11 @@ def main() -> None:
     if args.child:
         return child(args.child, args.model[0])
     texts = EDGE + demo_texts() + (real_texts(args.mirror, args.per_source) if args.mirror else [])
-    for spec in [SPEC, *args.model]:
-        print(json.dumps(compare(spec, texts)), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        tiny = tiny_models(Path(tmp)) if args.tiny else []
+        for spec in [SPEC, *args.model, *tiny]:
+            row = compare(spec, texts)
+            print(json.dumps(row | {"spec": Path(spec).name if spec in tiny else spec}), flush=True)
     times = {"plain": [], "st": []}
     for _ in range(args.repeats):
         for backend in times:
