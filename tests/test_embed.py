@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 import numpy as np
 
 from csbench.embed import Embedder
@@ -45,3 +48,79 @@ def test_a_vector_does_not_depend_on_its_batch_mates():
     long = "a much longer sentence about many different things that keeps going on for a while"
     alone = e.encode([text])[0]
     assert np.array_equal(alone, e.encode([long, text, "short"])[1])
+
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+ODD_TEXTS = ["", " ", "  leading space", "trailing space  ", "ALL UPPER CASE", "café naïve 東京 🙂",
+             "a dog", "a cat", "the cat sat on the mat", " ".join(["long"] * 400)]
+
+
+def test_plain_encoder_gives_sentence_transformers_vectors_bit_for_bit():
+    """The standard MiniLM stack runs without sentence-transformers, with the same vectors, token
+    lengths and dimension as ``SentenceTransformer.encode(normalize_embeddings=True)``."""
+    from sentence_transformers import SentenceTransformer
+
+    from csbench.embed_plain import PlainEncoder
+    from csbench.models.offline import resolve
+
+    plain, st = Embedder(MINILM, cache_dir=None, batch_size=3), Embedder(MINILM, cache_dir=None, batch_size=3)
+    assert isinstance(plain.model, PlainEncoder)
+    st._model = SentenceTransformer(resolve(MINILM), device="cpu")
+    texts = ODD_TEXTS + [f"sentence {i} about a {w}" for i, w in enumerate(["cat", "dog", "house"] * 3)]
+    assert plain.dim == st.dim == 384
+    assert plain._token_lengths(texts) == st._token_lengths(texts)
+    assert np.array_equal(plain.encode(texts), st.encode(texts))
+    # one call of mixed lengths too (sentence-transformers' own length sort and padding)
+    assert np.array_equal(plain._encode(texts), st._encode(texts))
+
+
+def _minilm_copy(tmp_path, **pooling):
+    """A MiniLM directory (files linked) whose Pooling config is replaced by ``pooling``."""
+    from csbench.models.offline import resolve
+
+    src = Path(resolve(MINILM))
+    for p in src.iterdir():
+        if p.name != "1_Pooling":
+            (tmp_path / p.name).symlink_to(p)
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 384, **pooling}))
+    return tmp_path
+
+
+def test_a_non_standard_stack_falls_back_to_sentence_transformers(tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from csbench.embed_plain import plain_stack
+
+    d = _minilm_copy(tmp_path, pooling_mode_max_tokens=True)
+    assert plain_stack(d) is None
+    e = Embedder(str(d), cache_dir=None)
+    assert isinstance(e.model, SentenceTransformer)
+    assert e.encode(["a dog", "a cat"]).shape == (2, 384)
+
+
+def test_plain_stack_accepts_only_the_standard_stack(tmp_path):
+    from csbench.embed_plain import plain_stack
+
+    d = _minilm_copy(tmp_path, pooling_mode_mean_tokens=True)
+    assert plain_stack(d)["pooling"] == "mean"
+    (d / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 384, "pooling_mode": "cls"}))
+    assert plain_stack(d)["pooling"] == "cls"
+    (d / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 384,
+                                                             "pooling_mode": ["mean", "max"]}))
+    assert plain_stack(d) is None
+    (d / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 384}))
+    modules = json.loads((d / "modules.json").read_text())
+    (d / "modules.json").unlink()
+    assert plain_stack(d) is None                                  # no modules.json
+    dense = {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}
+    (d / "modules.json").write_text(json.dumps(modules + [dense]))
+    assert plain_stack(d) is None                                  # a Dense layer
+    (d / "modules.json").write_text(json.dumps(modules[:2]))
+    assert plain_stack(d) == {"max_seq_length": 256, "do_lower_case": False, "pooling": "mean",
+                              "dim": 384, "normalize": False}
+    (d / "config_sentence_transformers.json").unlink()
+    (d / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "q: "},
+                                                                     "default_prompt_name": "query"}))
+    assert plain_stack(d) is None                                  # a default prompt

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .embed_plain import PlainEncoder, plain_stack
 from .models.offline import resolve
 from .provenance import provenance
 
@@ -91,10 +92,18 @@ class Embedder:
 
     @property
     def model(self):
+        """The encoder: a :class:`~csbench.embed_plain.PlainEncoder` for a local directory holding
+        the standard Transformer -> Pooling -> Normalize stack (same vectors, bit for bit, without
+        importing sentence-transformers), else a ``SentenceTransformer``."""
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
+            path = resolve(self.spec)
+            stack = plain_stack(path)
+            if stack is not None:
+                self._model = PlainEncoder(path, stack, device=self.device)
+            else:
+                from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(resolve(self.spec), device=self.device)
+                self._model = SentenceTransformer(path, device=self.device)
         return self._model
 
     @property
