@@ -57,15 +57,25 @@ def wanted(items) -> tuple[bool, bool]:
 
 
 class BackgroundDemo:
-    """One ``snakemake`` run of the whole demo DAG in a fresh directory, started now."""
+    """One ``snakemake`` run of the whole demo DAG in a fresh directory, started now; ``nice``
+    lowers its CPU priority (the determinism test's second run: the first finishes ahead of it,
+    so the tests that read the first run overlap the second's last jobs instead of waiting)."""
 
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, nice: int = 0):
         self.work = work
         self.cmd, env = smk_cmd(work)
         self.out, self.err = work.with_name(work.name + ".out"), work.with_name(work.name + ".err")
         with open(self.out, "w") as out, open(self.err, "w") as err:
             self.proc = subprocess.Popen(self.cmd, env=env, text=True, stdout=out, stderr=err,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        if nice:
+            # a new session is its own scheduling group where the kernel groups by session
+            # (autogroup): the group's nice value is what counts between sessions
+            try:
+                Path(f"/proc/{self.proc.pid}/autogroup").write_text(str(nice))
+            except OSError:
+                pass
 
     def wait(self) -> Path:
         code = self.proc.wait()
@@ -91,7 +101,8 @@ class BackgroundDemo:
 
 class DemoRuns:
     """The demo run (and the determinism test's second run) the selected tests read, started in
-    the background when made; ``finished()`` waits for them: (first workdir, second or None)."""
+    the background when made; ``first()`` waits for the first run (its workdir), ``finished()``
+    for both: (first workdir, second or None)."""
 
     def __init__(self, tmp_path_factory, items):
         demo, second = wanted(items)
@@ -99,8 +110,12 @@ class DemoRuns:
         if demo:
             self.runs.append(BackgroundDemo(demo_dir(tmp_path_factory, "demo")))
             if second:
-                self.runs.append(BackgroundDemo(demo_dir(tmp_path_factory, "demo2")))
+                self.runs.append(BackgroundDemo(demo_dir(tmp_path_factory, "demo2"), nice=10))
         self.result = None
+
+    def first(self) -> Path:
+        assert self.runs, "no test of this session reads the demo"
+        return self.runs[0].wait()
 
     def finished(self) -> tuple[Path, Path | None]:
         if self.result is None:
