@@ -57,25 +57,17 @@ def wanted(items) -> tuple[bool, bool]:
 
 
 class BackgroundDemo:
-    """One ``snakemake`` run of the whole demo DAG in a fresh directory, started now; ``nice``
-    lowers its CPU priority (the determinism test's second run: the first finishes ahead of it,
-    so the tests that read the first run overlap the second's last jobs instead of waiting)."""
+    """One ``snakemake`` run of the whole demo DAG in a fresh directory, started now. Both runs
+    keep the same priority: a second run at a lower one is starved early and then runs its chain
+    of model jobs alone at the end, which made the suite longer."""
 
-    def __init__(self, work: Path, nice: int = 0):
+    def __init__(self, work: Path):
         self.work = work
         self.cmd, env = smk_cmd(work)
         self.out, self.err = work.with_name(work.name + ".out"), work.with_name(work.name + ".err")
         with open(self.out, "w") as out, open(self.err, "w") as err:
             self.proc = subprocess.Popen(self.cmd, env=env, text=True, stdout=out, stderr=err,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=(lambda: os.nice(nice)) if nice else None)
-        if nice:
-            # a new session is its own scheduling group where the kernel groups by session
-            # (autogroup): the group's nice value is what counts between sessions
-            try:
-                Path(f"/proc/{self.proc.pid}/autogroup").write_text(str(nice))
-            except OSError:
-                pass
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
 
     def wait(self) -> Path:
         code = self.proc.wait()
@@ -102,7 +94,7 @@ class BackgroundDemo:
 class DemoRuns:
     """The demo run (and the determinism test's second run) the selected tests read, started in
     the background when made; ``first()`` waits for the first run (its workdir), ``finished()``
-    for both: (first workdir, second or None)."""
+    for both: (first workdir, second or None). The determinism test comes last in its module."""
 
     def __init__(self, tmp_path_factory, items):
         demo, second = wanted(items)
@@ -110,7 +102,7 @@ class DemoRuns:
         if demo:
             self.runs.append(BackgroundDemo(demo_dir(tmp_path_factory, "demo")))
             if second:
-                self.runs.append(BackgroundDemo(demo_dir(tmp_path_factory, "demo2"), nice=10))
+                self.runs.append(BackgroundDemo(demo_dir(tmp_path_factory, "demo2")))
         self.result = None
 
     def first(self) -> Path:

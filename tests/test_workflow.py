@@ -621,7 +621,7 @@ def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     assert not {r for r in got if r.startswith("download_")} - {"download_wsc273"}, got
 
 
-# Last: it waits for the second demo run, which runs at a lower priority than the first.
+# Last: the one test that waits for the second demo run as well.
 
 
 def test_two_fresh_demo_runs_give_identical_result_tables(demo_runs):
