@@ -57,9 +57,7 @@ def wanted(items) -> tuple[bool, bool]:
 
 
 class BackgroundDemo:
-    """One ``snakemake`` run of the whole demo DAG in a fresh directory, started now. Both runs
-    keep the same priority: a second run at a lower one is starved early and then runs its chain
-    of model jobs alone at the end, which made the suite longer."""
+    """One ``snakemake`` run of the whole demo DAG in a fresh directory, started now."""
 
     def __init__(self, work: Path):
         self.work = work
@@ -93,8 +91,7 @@ class BackgroundDemo:
 
 class DemoRuns:
     """The demo run (and the determinism test's second run) the selected tests read, started in
-    the background when made; ``first()`` waits for the first run (its workdir), ``finished()``
-    for both: (first workdir, second or None). The determinism test comes last in its module."""
+    the background when made; ``finished()`` waits for them: (first workdir, second or None)."""
 
     def __init__(self, tmp_path_factory, items):
         demo, second = wanted(items)
@@ -104,10 +101,6 @@ class DemoRuns:
             if second:
                 self.runs.append(BackgroundDemo(demo_dir(tmp_path_factory, "demo2")))
         self.result = None
-
-    def first(self) -> Path:
-        assert self.runs, "no test of this session reads the demo"
-        return self.runs[0].wait()
 
     def finished(self) -> tuple[Path, Path | None]:
         if self.result is None:

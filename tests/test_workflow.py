@@ -51,9 +51,8 @@ def demo_runs(demo_background):
 
 
 @pytest.fixture(scope="module")
-def demo_run(demo_background):
-    """The first demo run, finished (the second, if any, may still be running)."""
-    return demo_background.first()
+def demo_run(demo_runs):
+    return demo_runs[0]
 
 
 # The two tests that need no demo come first: they run while the demo is still running.
@@ -171,6 +170,29 @@ def comparable(path: Path):
     if path.suffix == ".json":
         return json.dumps(without_timing(json.loads(path.read_text())), sort_keys=True)
     return path.read_bytes()
+
+
+def test_two_fresh_demo_runs_give_identical_result_tables(demo_runs):
+    """make reproduce's determinism on the demo: a second run from scratch in another directory
+    (own downloads, models, caches; run side by side with the first) gives the same result tables
+    (seeded sampling, fixed threads); only timing columns may differ."""
+    import pandas as pd
+
+    demo_run, work = demo_runs
+    first, second = result_files(demo_run), result_files(work)
+    assert set(first) == set(second)
+    assert len(first) > 50
+    differ = []
+    for name, path in first.items():
+        a, b = comparable(path), comparable(second[name])
+        if isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame):
+            try:
+                pd.testing.assert_frame_equal(a, b, check_exact=True)
+            except AssertionError as exc:
+                differ.append(f"{name}: {str(exc)[:300]}")
+        elif isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame) or a != b:
+            differ.append(name)
+    assert not differ, "\n".join(differ)
 
 
 # --- Exact partial rebuilds: every config key, changed on the finished demo, reruns exactly the
@@ -619,29 +641,3 @@ def test_editing_a_mirror_file_reruns_its_download(demo_run, tmp_path):
     got = got["rerun"]
     assert "download_wsc273" in got and "normalise" in got, got
     assert not {r for r in got if r.startswith("download_")} - {"download_wsc273"}, got
-
-
-# Last: the one test that waits for the second demo run as well.
-
-
-def test_two_fresh_demo_runs_give_identical_result_tables(demo_runs):
-    """make reproduce's determinism on the demo: a second run from scratch in another directory
-    (own downloads, models, caches; run side by side with the first) gives the same result tables
-    (seeded sampling, fixed threads); only timing columns may differ."""
-    import pandas as pd
-
-    demo_run, work = demo_runs
-    first, second = result_files(demo_run), result_files(work)
-    assert set(first) == set(second)
-    assert len(first) > 50
-    differ = []
-    for name, path in first.items():
-        a, b = comparable(path), comparable(second[name])
-        if isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame):
-            try:
-                pd.testing.assert_frame_equal(a, b, check_exact=True)
-            except AssertionError as exc:
-                differ.append(f"{name}: {str(exc)[:300]}")
-        elif isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame) or a != b:
-            differ.append(name)
-    assert not differ, "\n".join(differ)
