@@ -4,6 +4,8 @@ any reader touches it (:func:`check_gguf`), the file's quantisation
 (:func:`convert_gguf`, :func:`convert_checked`)."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import math
 import mmap
@@ -155,6 +157,44 @@ def gguf_quantisation(path: str | Path, shown: str | None = None) -> dict:
             "file_type": ftype_name, "tensor_types": dict(types)}
 
 
+@contextlib.contextmanager
+def _quick_gguf_reading():
+    """transformers' GGUF loading as it is, with gguf-py read faster (the same bytes out):
+    transformers opens a new ``GGUFReader`` for the model and again for the tokenizer, and
+    builds ``get_tensor_name_map`` once per module of the model (397 times for SmolLM2); here
+    one reader per file and one map per architecture serve them all, and the reader slices
+    its file as a plain array view of the memory map (slicing ``np.memmap`` itself runs Python
+    code per slice, millions of times for a 49k-token vocabulary). SmolLM2-135M's conversion:
+    23.8 -> 9.4 CPU s, the same six output files byte for byte."""
+    import gguf
+    import numpy as np
+
+    class Reader(gguf.GGUFReader):
+        @property
+        def data(self):
+            return self._array
+
+        @data.setter
+        def data(self, mapped):  # GGUFReader.__init__ assigns its np.memmap here
+            self._array = mapped.view(np.ndarray)
+
+    readers: dict = {}
+
+    def reader(path, mode="r"):
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = Reader(path, mode)
+        return readers[key]
+
+    saved = gguf.GGUFReader, gguf.get_tensor_name_map
+    gguf.GGUFReader = reader
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(saved[1])
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = saved
+
+
 def convert_gguf(gguf_path: str | Path, outdir: str | Path) -> int:
     """Dequantise a GGUF causal LM once into a plain Hugging Face directory (safetensors, fp32,
     tokenizer); returns the parameter count."""
@@ -162,8 +202,9 @@ def convert_gguf(gguf_path: str | Path, outdir: str | Path) -> int:
 
     gguf_path = Path(gguf_path)
     kw = dict(gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), **kw)
-    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
+    with _quick_gguf_reading():
+        model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), **kw)
+        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
     # the weights are dequantised: save them as plain fp32 tensors, not as a "gguf" model
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
