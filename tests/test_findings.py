@@ -164,6 +164,33 @@ def test_protoqa_finding_interval_from_the_questions_and_the_trivial_list():
     assert f.verdict == F.INCONCLUSIVE and "trivial list" in f.why
 
 
+def test_protoqa_fine_tuned_arm_is_paired_with_its_base_model():
+    """A fine-tuned model's sampling baseline is judged against its base model's on the same
+    questions (its own row, not a zero-shot one), paired: a shift shared by both systems on a
+    question does not widen the interval; the base model named by ``model_source``."""
+    from csbench.findings import base_model
+    from csbench.protoqa.report import findings, fine_tuned
+
+    models = pd.DataFrame({"model": ["lm", "lm-ft"],
+                           "model_source": ["pypi:x==1", "finetune:lm=pypi:x==1 on protoqa/t"]})
+    tuned = fine_tuned(models)
+    assert tuned == {"gen-lm-ft": "gen-lm"} and base_model("lm", None) == "lm"
+    rng = np.random.default_rng(0)
+    hard = rng.uniform(0, 0.6, 40)   # how hard each question is, shared by both systems
+    rows = [(s, "exact", f"q{i}", "max_answers@10", h + d)
+            for i, h in enumerate(hard) for s, d in (("gen-lm", 0.0), ("gen-lm-ft", 0.05))]
+    scores = pd.DataFrame(rows, columns=["system", "similarity", "question_id", "metric", "score"])
+    means = scores.groupby("system")["score"].mean()
+    t = pd.DataFrame([{"similarity": "exact", "system": s, "max_answers@10": means[s]}
+                      for s in means.index])
+    out = findings(t, None, scores, {"n": 500, "seed": 0, "level": 0.95}, tuned=tuned)
+    arm = [f for f in out if f.claim.startswith("fine-tuning beats")]
+    zero_shot = [f for f in out if f.claim.startswith("human >")]
+    assert len(arm) == 1 and arm[0].n == 40 and arm[0].verdict == F.REPRODUCED
+    assert arm[0].effect == pytest.approx(5.0) and arm[0].ci_low == pytest.approx(5.0)
+    assert [f.system for f in zero_shot] == ["exact matching, dev, lm zero-shot"]
+
+
 def test_qads_findings_intervals_from_the_questions():
     """The synonym drop and the recovery share get intervals from the per-question F1, the
     original questions resampled with their rewrites (ids <original>-<n>)."""

@@ -119,6 +119,16 @@ def paired_interval(n, a_only, b_only) -> tuple[float, float, float]:
     return d, d - Z95 * se, d + Z95 * se
 
 
+def base_model(model: str, source) -> str:
+    """The model a fine-tuned model starts from (its ``model_source`` reads
+    ``finetune:<base>=<base source> on <data>``, :mod:`csbench.finetune`), else the model itself:
+    how a task's findings pair a fine-tuned arm with its base model's prompted rows."""
+    src = "" if source is None or (isinstance(source, float) and math.isnan(source)) else str(source)
+    if src.startswith("finetune:") and "=" in src:
+        return src[len("finetune:"):].split("=", 1)[0]
+    return model
+
+
 def anchor(anchors: pd.DataFrame, anchor_id: str) -> float:
     """A published number by id, in percent where its unit is a percentage or a fraction (the
     number as printed otherwise); NaN where the anchors file has no such id."""

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import cluster_means, interval
-from ..findings import Finding, anchor, at_baseline, effect_text, judge, points, with_interval
+from ..findings import (Finding, anchor, at_baseline, base_model, effect_text, judge, points,
+                        with_interval)
 from ..sections import Section, markdown_table, pct, read_table, select, write_summary
 from . import SAMPLING_ROWS, TRIVIAL
 
@@ -72,7 +73,17 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
                    models=[("ProtoQA sampling", models)],
                    findings=findings(t[t["questions"] == judged].drop(columns="questions")
                                      if not t.empty else t, anchors,
-                                     scores[scores["questions"] == judged], bootstrap, judged))
+                                     scores[scores["questions"] == judged], bootstrap, judged,
+                                     tuned=fine_tuned(models)))
+
+
+def fine_tuned(models: pd.DataFrame) -> dict[str, str]:
+    """Sampling baseline of a fine-tuned model -> that of its base model (``gen-<name>``), from
+    the models' ``model_source`` (:func:`csbench.findings.base_model`)."""
+    if models.empty or "model_source" not in models:
+        return {}
+    pairs = {m: base_model(m, src) for m, src in zip(models["model"], models["model_source"])}
+    return {f"gen-{m}": f"gen-{b}" for m, b in pairs.items() if b != m}
 
 
 def _files_first(sets: list[str], systems) -> list[str]:
@@ -242,12 +253,16 @@ def resampled(scores: pd.DataFrame, systems: list[str], sim: str, metric: str,
 
 
 def findings(t: pd.DataFrame, anchors, scores: pd.DataFrame | None = None,
-             bootstrap: dict | None = None, questions: str = "dev") -> list[Finding]:
+             bootstrap: dict | None = None, questions: str = "dev",
+             tuned: dict[str, str] | None = None) -> list[Finding]:
     """Human > fine-tuned GPT-2 > a zero-shot LM on Max Answers@10 (the release's prediction
-    files beside each sampling baseline; the effect is the smaller of the two gaps, its interval
-    from the per-question ``scores``, questions resampled), with the trivial ranked list as the
-    baseline a zero-shot LM must beat; and the evaluator's agreement with manual clusters (not
-    measured by csbench)."""
+    files beside each zero-shot sampling baseline; the effect is the smaller of the two gaps, its
+    interval from the per-question ``scores``, questions resampled), with the trivial ranked list
+    as the baseline a zero-shot LM must beat; csbench's fine-tuned arm (``tuned``: the sampling
+    baseline of a fine-tuned model -> its base model's) against its base model, paired on the
+    same questions; and the evaluator's agreement with manual clusters (not measured by
+    csbench)."""
+    tuned = tuned or {}
     sim = "wordnet" if not t.empty and (t["similarity"] == "wordnet").any() else "exact"
     a = lambda s: anchor(anchors, f"protoqa.t3.{s}.test.{sim}-max-answers-10")  # noqa: E731
     ids = [f"protoqa.t3.{s}.test.{sim}-max-answers-10" for s in ("human", "gpt2-finetuned", "gpt2")]
@@ -261,7 +276,7 @@ def findings(t: pd.DataFrame, anchors, scores: pd.DataFrame | None = None,
                            anchors=ids))
     else:
         d = t[t["similarity"] == sim].set_index("system")["max_answers@10"] * 100
-        gens = [s for s in d.index if s.startswith("gen-")]
+        gens = [s for s in d.index if s.startswith("gen-") and s not in tuned]
         triv = d.get(TRIVIAL, float("nan"))
         baseline = ("– (no trivial ranked list is scored)" if triv != triv else
                     f"most frequent answers of the other questions {points(triv)}")
@@ -294,9 +309,50 @@ def findings(t: pd.DataFrame, anchors, scores: pd.DataFrame | None = None,
                     f"the zero-shot LM's Max Answers@10 {points(low)} ≤ the trivial list's "
                     f"{points(triv)}" if at_baseline(low, triv) else None))
             out.append(f)
+        out += arm_findings(d, tuned, sim, scores, bootstrap, questions, baseline,
+                            paper=f"{points(a('gpt2-finetuned'))} vs {points(a('gpt2'))} (GPT-2 "
+                            f"fine-tuned vs zero-shot, {sim} Max Answers@10, test, Table 3)")
     out.append(Finding("ProtoQA", "the WordNet matcher agrees with manual answer clusters",
                        f"F1 {points(agree / 100, 3)} (Table 4)" if agree == agree else "– (Table 4)",
                        verdict="not run", why="csbench has no manually clustered answers to "
                        "measure the matchers against",
                        anchors=["protoqa.t4.wordnet-similarity.vs-manual-clusters.f1"]))
+    return out
+
+
+def arm_findings(d: pd.Series, tuned: dict[str, str], sim: str, scores: pd.DataFrame | None,
+                 bootstrap: dict | None, questions: str, baseline: str,
+                 paper: str) -> list[Finding]:
+    """Fine-tuning beats zero-shot sampling (Table 3: GPT-2 fine-tuned against GPT-2, test):
+    each fine-tuned model's sampling baseline against its base model's on the same questions
+    (Max Answers@10 in points; the interval from the per-question scores, questions resampled
+    together, so it is paired)."""
+    paper_ft = "protoqa.t3.gpt2-finetuned.test." + sim + "-max-answers-10"
+    paper_zs = "protoqa.t3.gpt2.test." + sim + "-max-answers-10"
+    out = []
+    for ft, base in sorted(tuned.items()):
+        if ft not in d:
+            continue
+        f = Finding("ProtoQA", "fine-tuning beats zero-shot sampling (Max Answers@10)",
+                    paper, system=f"{ft[4:]} vs {base[4:]} zero-shot, {sim} matching, {questions}",
+                    metric="Max Answers@10", baseline=baseline, anchors=[paper_ft, paper_zs])
+        if base not in d:
+            f.verdict, f.why = judge(missing=f"{base[4:]} (the base model) is not sampled")
+            out.append(f)
+            continue
+        f.effect = d[ft] - d[base]
+        lo_ft = hi_ft = lo_zs = hi_zs = float("nan")
+        have = scores is not None and bootstrap and {ft, base} <= set(
+            scores.loc[scores["similarity"] == sim, "system"])
+        if have:
+            r = resampled(scores, [ft, base], sim, "max_answers@10", bootstrap)
+            f.ci_low, f.ci_high = interval(r[ft] - r[base], bootstrap["level"])
+            lo_ft, hi_ft = interval(r[ft], bootstrap["level"])
+            lo_zs, hi_zs = interval(r[base], bootstrap["level"])
+            f.n = int(scores.loc[(scores["system"] == ft) & (scores["similarity"] == sim),
+                                 "question_id"].nunique())
+        f.ours = (f"{with_interval(d[ft], lo_ft, hi_ft)} vs {with_interval(d[base], lo_zs, hi_zs)}; "
+                  + effect_text(f.effect, f.ci_low, f.ci_high))
+        f.verdict, f.why = judge(f.effect, f.ci_low, f.ci_high)
+        out.append(f)
     return out

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..findings import (INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Finding, anchor,
-                        at_baseline, difference_interval, effect_text, judge, points, with_interval)
+                        at_baseline, base_model, difference_interval, effect_text, judge, points,
+                        with_interval)
 from ..sections import (Section, ci, markdown_table, num, pct, random_note, read_table, select,
                         summary_files, write_summary)
 from .prompts import FINE_TUNED, VARIANTS
@@ -153,15 +154,6 @@ def twentyq_calibrated_markdown(d: pd.DataFrame) -> str:
             "fold predicted with the threshold that maximises accuracy on the others); "
             f"{level} percentile bootstrap intervals over items.\n\n" + markdown_table(show))
 
-
-
-def base_model(model: str, source) -> str:
-    """The model a row's model starts from: a fine-tuned model's base (its ``model_source`` reads
-    ``finetune:<base>=<base source> on <data>``, :mod:`csbench.finetune`), else the model."""
-    src = "" if source is None or (isinstance(source, float) and pd.isna(source)) else str(source)
-    if src.startswith("finetune:") and "=" in src:
-        return src[len("finetune:"):].split("=", 1)[0]
-    return model
 
 
 def table5_markdown(df: pd.DataFrame) -> str:
