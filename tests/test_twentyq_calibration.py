@@ -121,3 +121,42 @@ def test_bad_scores_and_labels_are_named():
     items.loc[1, "label"] = "maybe"
     with pytest.raises(ValueError, match="item 'i1'.*'maybe'"):
         C.calibrated_metrics(items, CAL, BOOT)
+
+
+def test_paired_f1_differences_name_their_reference_and_are_paired():
+    """A no-topic row is compared with the same model's row with the topic, a fine-tuned model's
+    row with its base model's better prompted row, on the items both scored; sharing the items'
+    difficulty, the paired interval is narrower than one from the two rows' own intervals."""
+    rng = np.random.default_rng(0)
+    n = 300
+    gold = rng.random(n) < 0.5
+    base = np.where(rng.random(n) < 0.7, gold, ~gold)             # 70% right
+    tuned = np.where(rng.random(n) < 0.5, gold, base)             # half of its errors fixed
+
+    def rows(model, variant, pred):
+        return pd.DataFrame({"model": model, "variant": variant, "id": [f"i{i}" for i in range(n)],
+                             "label": np.where(gold, "yes", "no"), "pred": np.where(pred, "yes", "no"),
+                             "logprob_yes": np.where(pred, -0.1, -2.0), "logprob_no": -1.0})
+    items = {"b": pd.concat([rows("b", "zero_shot", base), rows("b", "few_shot", ~gold),
+                             rows("b", "zero_shot_no_topic", base)]),
+             "t": rows("t", "fine_tuned", tuned)}
+
+    def f1(p):
+        tp, fp, fn = (gold & p).sum(), (~gold & p).sum(), (gold & ~p).sum()
+        return 2 * tp / (2 * tp + fp + fn)
+    table = pd.DataFrame({"model": ["b", "b", "b", "t"],
+                          "variant": ["zero_shot", "few_shot", "zero_shot_no_topic", "fine_tuned"],
+                          "f1": [f1(base), f1(~gold), f1(base), f1(tuned)],
+                          "model_source": ["x", "x", "x", "finetune:b=x on data"]})
+    out = C.with_calibrated(table, items, CAL, {"n": 2000, "seed": 0, "level": 0.95}).set_index(
+        ["model", "variant"])
+    assert out.loc[("b", "zero_shot"), "paired_ref"] == ""
+    assert out.loc[("b", "zero_shot_no_topic"), "paired_ref"] == "b/zero_shot"
+    assert out.loc[("b", "zero_shot_no_topic"), "paired_f1_diff"] == 0.0
+    ft = out.loc[("t", "fine_tuned")]
+    assert ft["paired_ref"] == "b/zero_shot" and ft["paired_n"] == n   # the better prompted row
+    assert ft["paired_f1_diff"] == pytest.approx(f1(tuned) - f1(base))
+    assert ft["paired_f1_ci_low"] < ft["paired_f1_diff"] < ft["paired_f1_ci_high"]
+    b = out.loc[("b", "zero_shot")]
+    unpaired = (ft["f1_ci_high"] - b["f1_ci_low"]) - (ft["f1_ci_low"] - b["f1_ci_high"])
+    assert ft["paired_f1_ci_high"] - ft["paired_f1_ci_low"] < 0.6 * unpaired

@@ -21,6 +21,10 @@ orders true statements above false ones. Beside the paper's metrics this module 
   cross-fitted predictions (the thresholds are not refitted per resample, so the interval
   leaves out the threshold's own variance). Resamples with one class only (AUROC undefined)
   are left out of the AUROC interval.
+* **Paired differences** of the paper's F1 (``paired_*`` columns, :func:`paired_f1`): a row
+  without the topic against the same model's row with it, and a fine-tuned model's row against
+  its base model's better prompted row (zero- or few-shot, by F1), on the items both scored,
+  resampled together, so what the two rows share (an item's difficulty) leaves the interval.
 """
 from __future__ import annotations
 
@@ -28,12 +32,15 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import auroc, counts, interval, resamples
+from ..findings import base_model
 from ..provenance import PROVENANCE_COLUMNS
 
 COLUMNS = ["variant", "auroc", "auroc_ci_low", "auroc_ci_high", "cal_accuracy", "cal_accuracy_ci_low",
            "cal_accuracy_ci_high", "cal_f1", "cal_f1_ci_low", "cal_f1_ci_high", "cal_pct_pred_yes",
            "cal_threshold_median", "cal_folds", "ci_level", "f1_ci_low", "f1_ci_high", "accuracy_ci_low",
            "accuracy_ci_high", "gold_yes_share"]
+PAIRED = ["paired_ref", "paired_n", "paired_f1_diff", "paired_f1_ci_low", "paired_f1_ci_high"]
+PROMPTED = ("zero_shot", "few_shot")
 
 
 def log_odds(items: pd.DataFrame) -> np.ndarray:
@@ -166,7 +173,56 @@ def with_calibrated(table: pd.DataFrame, items: dict[str, pd.DataFrame], calibra
     missing = out.loc[out["_merge"] != "both", ["model", "variant"]]
     if len(missing):
         raise ValueError(f"no scored items for {missing.to_dict('records')[:3]}")
-    out = out.drop(columns="_merge")
+    out = with_paired(out.drop(columns="_merge"), items, bootstrap)
     tail = [c for c in out.columns if c in PROVENANCE_COLUMNS]
     return out[[c for c in out.columns if c not in tail] + tail]
+
+
+def _paper_pred(g: pd.DataFrame) -> np.ndarray:
+    return ((g["pred"] == "yes").to_numpy() if "pred" in g else log_odds(g) > 0).astype(bool)
+
+
+def paired_f1(a: pd.DataFrame, b: pd.DataFrame, bootstrap: dict) -> dict:
+    """The paper's F1 of scored items ``a`` minus that of ``b`` (one variant each) on the items
+    both scored (by ``id``), with a percentile interval from resampling those items together."""
+    ids = a["id"].astype(str)
+    both = pd.Index(ids).intersection(pd.Index(b["id"].astype(str)), sort=False)
+    a = a.assign(_k=ids.to_numpy()).set_index("_k").loc[both]
+    b = b.assign(_k=b["id"].astype(str).to_numpy()).set_index("_k").loc[both]
+    g, pa, pb = gold_yes(a), _paper_pred(a), _paper_pred(b)
+    nan = float("nan")
+    if len(both) < 2:
+        return {"paired_n": len(both), "paired_f1_diff": nan, "paired_f1_ci_low": nan,
+                "paired_f1_ci_high": nan}
+    ones = np.ones((1, len(g)))
+    diff = float(_acc_f1(g, pa, ones)[1][0] - _acc_f1(g, pb, ones)[1][0])
+    draws = [(_acc_f1(g, pa, w)[1] - _acc_f1(g, pb, w)[1])
+             for w in (counts(i, len(g)).astype(float)
+                       for i in resamples(len(g), bootstrap["n"], bootstrap["seed"]))]
+    lo, hi = interval(np.concatenate(draws), bootstrap["level"])
+    return {"paired_n": len(both), "paired_f1_diff": diff, "paired_f1_ci_low": lo,
+            "paired_f1_ci_high": hi}
+
+
+def with_paired(table: pd.DataFrame, items: dict[str, pd.DataFrame], bootstrap: dict) -> pd.DataFrame:
+    """The ``paired_*`` columns (module docstring): ``paired_ref`` names the row compared with,
+    as ``<model>/<variant>``; empty where a row has none."""
+    f1 = {(m, v): f for m, v, f in zip(table["model"], table["variant"], table["f1"])}
+    source = dict(zip(table["model"], table["model_source"])) if "model_source" in table else {}
+    rows = []
+    for model, variant in zip(table["model"], table["variant"]):
+        ref = None
+        if variant.endswith("_no_topic"):
+            ref = (model, variant.removesuffix("_no_topic"))
+        elif variant.startswith("fine_tuned"):
+            base = base_model(model, source.get(model))
+            prompted = [(base, v) for v in PROMPTED if (base, v) in f1 and base != model]
+            ref = max(prompted, key=lambda k: f1[k]) if prompted else None
+        if ref is None or ref not in f1:
+            rows.append({"paired_ref": ""})
+            continue
+        a, b = items[model], items[ref[0]]
+        rows.append({"paired_ref": f"{ref[0]}/{ref[1]}",
+                     **paired_f1(a[a["variant"] == variant], b[b["variant"] == ref[1]], bootstrap)})
+    return pd.concat([table.reset_index(drop=True), pd.DataFrame(rows, columns=PAIRED)], axis=1)
 

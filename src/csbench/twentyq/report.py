@@ -224,6 +224,20 @@ def _f1(row) -> tuple[float, float, float]:
     return 100 * row["f1"], 100 * lo, 100 * hi
 
 
+def _paired(a: dict, b: dict, fa, fb) -> tuple[float, float, float]:
+    """F1 of row ``a`` minus row ``b`` in points with its interval: the paired one of the metrics
+    table (``paired_*``, csbench.twentyq.calibration) where one row names the other, else the
+    conservative one from the two rows' own intervals."""
+    def named(row, other):
+        return str(row.get("paired_ref") or "") == f"{other['model']}/{other['variant']}"
+    for row, other, sign in ((a, b, 1), (b, a, -1)):
+        if named(row, other) and row.get("paired_f1_diff") == row.get("paired_f1_diff"):
+            lo, hi = 100 * row["paired_f1_ci_low"], 100 * row["paired_f1_ci_high"]
+            return (sign * 100 * row["paired_f1_diff"] + 0.0,  # + 0.0: no "-0.0" printed
+                    *sorted((sign * lo + 0.0, sign * hi + 0.0)))
+    return difference_interval(*fa, *fb)
+
+
 def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Finding]:
     """20Q's headline findings: fine-tuning beats prompting, removing the topic lowers F1 (on the
     20Q test split where it was scored), and the overlap audits' duplicates."""
@@ -275,7 +289,7 @@ def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Find
             elif tuned is not None:
                 best = max((v for v in ("zero_shot", "few_shot") if v in g), key=lambda v: g[v]["f1"])
                 ft, pr = _f1(g[tuned]), _f1(g[best])
-                f.effect, f.ci_low, f.ci_high = difference_interval(*ft, *pr)
+                f.effect, f.ci_low, f.ci_high = _paired(g[tuned], g[best], ft, pr)
                 f.n = g[tuned]["n"]
                 f.ours = (f"{with_interval(*ft)} vs {with_interval(*pr)} ({best.replace('_', '-')}); "
                           + effect_text(f.effect, f.ci_low, f.ci_high))
@@ -290,7 +304,7 @@ def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Find
                 f.verdict, f.why = judge(missing=f"no {arm} scores without the topic")
             else:
                 w, wo = _f1(g[arm]), _f1(g[f"{arm}_no_topic"])
-                f.effect, f.ci_low, f.ci_high = difference_interval(*w, *wo)
+                f.effect, f.ci_low, f.ci_high = _paired(g[arm], g[f"{arm}_no_topic"], w, wo)
                 f.n = g[arm]["n"]
                 f.ours = (f"{with_interval(*w)} → {with_interval(*wo)}; "
                           + effect_text(f.effect, f.ci_low, f.ci_high))
