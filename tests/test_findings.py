@@ -213,3 +213,19 @@ def test_qads_findings_intervals_from_the_questions():
     assert drop.verdict == F.REPRODUCED and drop.n == 60 and 0 < drop.ci_low < drop.ci_high
     assert rec.verdict == F.NOT_RUN
     assert item_table([], []).empty
+
+
+def test_memorisation_row_from_membership_signals():
+    """Without a corpus, WinoWhat's memorisation check is judged from the signals' Mann-Whitney
+    tests: per model the smallest p of its signals decides the paper's null finding, and the
+    row says the signals are evidence, not proof."""
+    from csbench.contamination.signals_report import findings
+
+    mw = pd.DataFrame({"model": ["a", "a", "b", "b"], "signal": ["loss", "minkpp"] * 2,
+                       "n_correct": 60, "n_wrong": 40, "u": 0.0,
+                       "auroc": [0.52, 0.61, 0.50, 0.51], "p_value": [0.3, 0.01, 0.6, 0.4]})
+    a, b = findings(mw, "p 0.054 to 0.267", ["id"])
+    assert a.system.startswith("a,") and a.verdict == F.NOT_REPRODUCED and a.n == 100
+    assert "Min-K%++" in a.ours and a.effect == pytest.approx(0.11)
+    assert b.verdict == F.REPRODUCED and "not proof" in b.why
+    assert findings(pd.DataFrame(), "p", ["id"]) == []

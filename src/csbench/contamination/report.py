@@ -26,11 +26,15 @@ def planned(ins: dict[str, list[str]]) -> dict[str, str]:
 def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str, str],
             anchors: pd.DataFrame) -> Section:
     signals = signals_report.section(ins, outputs, links)
+    paper, ids = memorisation_anchors(anchors)
+    by_signals = signals_report.findings(signals.tables.get("signals_mannwhitney", pd.DataFrame()),
+                                         paper, ids)
     if not (ins.get("effect") or ins.get("summary")):
         md = ("No corpus is configured (`contamination.corpora` is empty), so nothing was "
               "scanned and there is no effect table.")
         return Section("\n\n".join([md, signals.markdown]) if signals.markdown else md,
-                       tables=signals.tables, findings=findings(pd.DataFrame(), anchors))
+                       tables=signals.tables,
+                       findings=findings(pd.DataFrame(), anchors) + by_signals)
     e = read_table(ins["effect"][0]) if ins.get("effect") else pd.DataFrame()
     s = read_table(ins["summary"][0]) if ins.get("summary") else pd.DataFrame()
     if "contamination_effect" in outputs:
@@ -38,7 +42,7 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     md = "\n\n".join(p for p in (contamination_markdown(e, s), signals.markdown) if p)
     return Section(md, tables={"contamination_effect": e, "contamination_summary": s,
                                **signals.tables},
-                   findings=findings(e, anchors))
+                   findings=findings(e, anchors) + by_signals)
 
 
 def contamination_markdown(effect: pd.DataFrame, summary: pd.DataFrame) -> str:
@@ -64,16 +68,21 @@ def contamination_markdown(effect: pd.DataFrame, summary: pd.DataFrame) -> str:
 
 
 
+def memorisation_anchors(anchors) -> tuple[str, list[str]]:
+    """The paper's Section 4.2 figures (the Mann-Whitney p of its LLaMA 1 models) as the
+    published column of the memorisation rows, and their anchor ids."""
+    ids = ["winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-min",
+           "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-max"]
+    lo, hi = (anchor(anchors, i) for i in ids)
+    return f"p {points(lo, 3)} to {points(hi, 3)} (LLaMA 1 models, Section 4.2)", ids
+
+
 def findings(effect: pd.DataFrame, anchors) -> list[Finding]:
     """WinoWhat's memorisation check (its Section 4.2): contaminated WinoGrande items are not
     scored significantly better than clean ones (one-sided Mann-Whitney U). One row per model, on
     the original items: every corpus x method test with contaminated items, the smallest p
     deciding (uncorrected, so a difference anywhere counts against the paper's null finding)."""
-    lo = anchor(anchors, "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-min")
-    hi = anchor(anchors, "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-max")
-    paper = f"p {points(lo, 3)} to {points(hi, 3)} (LLaMA 1 models, Section 4.2)"
-    ids = ["winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-min",
-           "winowhat.s4-2.llama1.wg-val-contaminated-vs-clean.mann-whitney-p-max"]
+    paper, ids = memorisation_anchors(anchors)
     claim = "memorisation: contaminated items are not scored better"
     e = effect[(effect["variant"] == "orig") & (effect["n_contaminated"] > 0)] if not effect.empty \
         else effect

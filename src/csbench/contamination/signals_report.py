@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..findings import Finding, judge
 from ..sections import Section, markdown_table, pval, read_table, select
 
 SUFFIXES = {"signals_auroc": "contamination/signals/auroc.tsv",
@@ -36,6 +37,28 @@ def section(ins: dict[str, list[str]], outputs: dict[str, str], links: dict[str,
     return Section(markdown(auc, mw, qt, links.get("contamination_signals")),
                    tables={"signals_auroc": auc, "signals_mannwhitney": mw,
                            "signals_quartiles": qt})
+
+
+def findings(mw: pd.DataFrame, paper: str, anchors: list[str]) -> list[Finding]:
+    """WinoWhat's memorisation check with membership signals in place of corpus hits: per model,
+    are the dev originals with stronger membership evidence answered right more often (the
+    one-sided Mann-Whitney U of ``mannwhitney.tsv``, the smallest p of the four signals deciding,
+    uncorrected, as the corpus row)? Evidence, not proof: a more predictable sentence is also an
+    easier one to score."""
+    out = []
+    for model, g in (mw.groupby("model", sort=True) if not mw.empty else ()):
+        r = g.loc[g["p_value"].idxmin()]
+        f = Finding("WinoWhat", "memorisation, model-based: member-like items are not scored better",
+                    paper, system=f"{model}, WinoGrande dev originals, membership signals (no corpus)",
+                    metric="AUROC", anchors=anchors, baseline="–", n=int(r["n_correct"] + r["n_wrong"]),
+                    effect=float(r["auroc"]) - 0.5)
+        f.ours = (f"smallest p {pval(r['p_value'])} of 4 signals ({SIGNAL_NAMES.get(r['signal'], r['signal'])}: "
+                  f"AUROC {r['auroc']:.3f}, right {int(r['n_correct'])} / wrong {int(r['n_wrong'])})")
+        f.verdict, why = judge(f.effect, null_claim=True, significant=bool(r["p_value"] < 0.05))
+        f.why = (why + "; the signals measure how predictable an item is to the model, which is "
+                 "evidence of membership, not proof")
+        out.append(f)
+    return out
 
 
 def _ci(v, lo, hi) -> str:
