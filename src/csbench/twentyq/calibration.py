@@ -151,6 +151,12 @@ def variant_metrics(scores, gold, folds: int = 5, seed: int = 0, n_boot: int = 1
             "gold_yes_share": float(g.mean())}
 
 
+def _paper_pred(g: pd.DataFrame) -> np.ndarray:
+    """The paper's predictions of scored items (yes = True): the ``pred`` column, else the
+    log-odds above 0 (the larger of p(yes) and p(no))."""
+    return ((g["pred"] == "yes").to_numpy() if "pred" in g else log_odds(g) > 0).astype(bool)
+
+
 def calibrated_metrics(items: pd.DataFrame, calibration: dict, bootstrap: dict) -> pd.DataFrame:
     """Per variant of one model's scored items (``score_items``): the columns of ``COLUMNS``.
     ``calibration``: ``{folds, seed}``; ``bootstrap``: ``{n, seed, level}`` (twentyq.scoring)."""
@@ -158,7 +164,7 @@ def calibrated_metrics(items: pd.DataFrame, calibration: dict, bootstrap: dict) 
     for variant, g in items.groupby("variant", sort=False):
         m = variant_metrics(log_odds(g), gold_yes(g), calibration["folds"], calibration["seed"],
                             bootstrap["n"], bootstrap["seed"], bootstrap["level"],
-                            paper_pred=(g["pred"] == "yes").to_numpy() if "pred" in g else None)
+                            paper_pred=_paper_pred(g))
         rows.append({"variant": variant, **m})
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -176,10 +182,6 @@ def with_calibrated(table: pd.DataFrame, items: dict[str, pd.DataFrame], calibra
     out = with_paired(out.drop(columns="_merge"), items, bootstrap)
     tail = [c for c in out.columns if c in PROVENANCE_COLUMNS]
     return out[[c for c in out.columns if c not in tail] + tail]
-
-
-def _paper_pred(g: pd.DataFrame) -> np.ndarray:
-    return ((g["pred"] == "yes").to_numpy() if "pred" in g else log_odds(g) > 0).astype(bool)
 
 
 def paired_f1(a: pd.DataFrame, b: pd.DataFrame, bootstrap: dict) -> dict:
