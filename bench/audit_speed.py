@@ -103,12 +103,12 @@ def main():
         import pandas as pd
 
         from csbench.audit.engine import run_audit
-        from csbench.embed import EmbeddingCache, Embedder, encoder_key, text_key
+        from csbench.embed import EmbeddingCache, Embedder, cache_file, text_key
 
         tr, te = sentences(args.n, 1), sentences(args.n, 2)
         uniq = list(dict.fromkeys(tr + te))
         spec = f"synthetic-random-{args.dim}"
-        cache = EmbeddingCache(f"{args.cache}/{encoder_key(spec)}.sqlite")
+        cache = EmbeddingCache(cache_file(args.cache, spec))
         vecs = unit(np.random.default_rng(0), len(uniq), args.dim)
         _, res["cache_fill_s"] = timed(cache.put, [text_key(t) for t in uniq], vecs)
         index = dict(zip(uniq, vecs))

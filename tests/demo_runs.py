@@ -8,8 +8,10 @@ starts, and the workflow tests wait for them. What the tests check is unchanged;
 runs happen moves. Each run's output goes to files beside its directory (a pipe nobody reads
 until the end would fill and stall Snakemake); a failure quotes their tails.
 
-Before the runs start, tests/warm_kernels.py compiles the contamination scan kernels into numba's
-disk cache once (a fresh clone has none: each run's first scan jobs compiled them side by side).
+The first run starts at once: the workflow tests wait for it, and it is the longest chain. Beside
+it, tests/warm_kernels.py compiles the contamination scan kernels into numba's disk cache (a
+fresh clone has none: each run's first scan jobs compiled them side by side); the second run
+starts when that is done, and the determinism test, the only one that reads it, runs last.
 
 The second run builds ``SECOND_RUN_TARGETS`` from scratch: every rule of the demo at least once
 (the determinism test checks that against the first run's job table), one instance of rules that
@@ -128,50 +130,62 @@ class BackgroundDemo:
 
 class DemoRuns:
     """The demo run (and the determinism test's second run) the selected tests read, started in
-    the background when made, after the scan kernels are compiled (a thread waits for that, so
-    the unit tests go on); ``finished()`` waits for them: (first workdir, second or None)."""
+    the background when made: the first run at once (the workflow tests wait for it), the second
+    once tests/warm_kernels.py has compiled the scan kernels (a thread waits for that, so the
+    unit tests go on). ``first()`` waits for the first run, ``both()`` for both."""
 
     def __init__(self, tmp_path_factory, items):
         demo, second = wanted(items)
         self.runs: list[BackgroundDemo] = []
-        self.works = []
-        if demo:
-            self.works.append((demo_dir(tmp_path_factory, "demo"), ()))
-            if second:
-                self.works.append((demo_dir(tmp_path_factory, "demo2"), SECOND_RUN_TARGETS))
-        self.result = None
+        self.result: dict[int, Path] = {}
         self.stopped = threading.Event()
-        self.starter = None
-        if self.works:
-            self.warm = subprocess.Popen([sys.executable, str(WARM_KERNELS)], text=True,
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-            self.starter = threading.Thread(target=self._start, daemon=True)
+        self.warm = self.starter = None
+        if not demo:
+            return
+        first = demo_dir(tmp_path_factory, "demo")
+        self.warm_log = first.with_name("warm_kernels.log")
+        with open(self.warm_log, "w") as log:
+            self.warm = subprocess.Popen([sys.executable, str(WARM_KERNELS)], stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        self.runs.append(BackgroundDemo(first))
+        if second:
+            work = demo_dir(tmp_path_factory, "demo2")
+            self.starter = threading.Thread(target=self._start_second, args=(work,), daemon=True)
             self.starter.start()
 
-    def _start(self) -> None:
-        out, _ = self.warm.communicate()
-        self.warm_output = out
+    def _start_second(self, work: Path) -> None:
+        self.warm.wait()
         if not self.stopped.is_set():
-            self.runs = [BackgroundDemo(work, targets) for work, targets in self.works]
+            self.runs.append(BackgroundDemo(work, SECOND_RUN_TARGETS))
 
-    def finished(self) -> tuple[Path, Path | None]:
-        if self.result is None:
-            assert self.works, "no test of this session reads the demo"
+    def _finished(self, i: int) -> Path:
+        if i not in self.result:
+            assert self.runs, "no test of this session reads the demo"
+            assert self.warm.wait() == 0, \
+                f"tests/warm_kernels.py failed:\n{self.warm_log.read_text()[-4000:]}"
+            if i == 1:
+                assert self.starter is not None, "the determinism test is not selected"
+                self.starter.join()
+            self.runs[i].proc.wait()
+            self.result[i] = self.runs[i].wait()
+        return self.result[i]
+
+    def first(self) -> Path:
+        return self._finished(0)
+
+    def both(self) -> tuple[Path, Path]:
+        if self.starter is not None:
             self.starter.join()
-            assert self.warm.returncode == 0, \
-                f"tests/warm_kernels.py failed:\n{self.warm_output[-4000:]}"
-            for r in self.runs:  # every run finished before any failure is raised
-                r.proc.wait()
-            works = [r.wait() for r in self.runs]
-            self.result = (works[0], works[1] if len(works) > 1 else None)
-        return self.result
+        for r in self.runs:  # both runs finished before any failure is raised
+            r.proc.wait()
+        return self._finished(0), self._finished(1)
 
     def stop(self) -> None:
         self.stopped.set()
+        if self.warm is not None and self.warm.poll() is None:
+            os.killpg(self.warm.pid, signal.SIGKILL)
         if self.starter is not None:
-            if self.warm.poll() is None:
-                os.killpg(self.warm.pid, signal.SIGKILL)
             self.starter.join()
         for r in self.runs:
             r.stop()

@@ -50,6 +50,21 @@ def test_a_vector_does_not_depend_on_its_batch_mates():
     assert np.array_equal(alone, e.encode([long, text, "short"])[1])
 
 
+def test_a_short_text_gets_the_same_bits_alone_in_a_pair_or_among_many():
+    """Texts of one token length still share a batch: a 5-token text encoded alone, with one mate
+    or with twenty got three different vectors (the CPU's matrix products take another path for
+    a handful of rows) until small batches were filled up to MIN_TOKENS."""
+    import numpy as np
+
+    words = ["cat", "dog", "house", "tree", "river", "stone", "cloud"]
+    texts = [f"{a} {b} {c}" for a in words for b in words[:3] for c in words[:1]][:21]
+    e = Embedder("sentence-transformers/all-MiniLM-L6-v2", cache_dir=None)
+    assert len(set(e._token_lengths(texts))) == 1
+    many = e.encode(texts)
+    assert np.array_equal(e.encode(texts[:1])[0], many[0])
+    assert np.array_equal(e.encode(texts[:2]), many[:2])
+
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 ODD_TEXTS = ["", " ", "  leading space", "trailing space  ", "ALL UPPER CASE", "café naïve 東京 🙂",
              "a dog", "a cat", "the cat sat on the mat", " ".join(["long"] * 400)]

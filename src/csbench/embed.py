@@ -22,6 +22,11 @@ from .provenance import provenance
 
 log = logging.getLogger(__name__)
 
+# The fewest tokens (texts x token length) encoded in one batch (Embedder._encode_run)
+MIN_TOKENS = 64
+# How vectors are computed, in the cache files' names (cache_file); 2: small batches filled up
+VECTORS = 2
+
 
 def embed_cache_dir(config: dict) -> str:
     """The embedding cache directory under the config's ``cache_dir`` (where the workflow's jobs
@@ -43,6 +48,13 @@ def encoder_key(spec: str) -> str:
         spec = f"{prov['spec'].get('label', spec)}-{(prov.get('file_sha256') or '')[:12]}"
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(spec)).strip("_")
     return name[-80:] or "encoder"
+
+
+def cache_file(cache_dir: str | Path, spec: str) -> Path:
+    """The cache file of an encoder. Its name carries ``VECTORS``, the version of how vectors are
+    computed: a change there (say, how texts are batched) starts new files, so no run mixes
+    vectors of both ways."""
+    return Path(cache_dir) / f"{encoder_key(spec)}.v{VECTORS}.sqlite"
 
 
 class EmbeddingCache:
@@ -86,8 +98,7 @@ class Embedder:
         self.batch_size = batch_size
         self.device = device
         self._model = None
-        self.cache = (EmbeddingCache(Path(cache_dir) / f"{encoder_key(spec)}.sqlite")
-                      if cache_dir else None)
+        self.cache = EmbeddingCache(cache_file(cache_dir, spec)) if cache_dir else None
         self.n_encoded = 0
 
     @property
@@ -120,11 +131,28 @@ class Embedder:
                           max_length=limit)
         return [len(ids) for ids in enc["input_ids"]]
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=False)
-        self.n_encoded += len(texts)
+    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        vecs = self.model.encode(texts, batch_size=batch_size or self.batch_size,
+                                 convert_to_numpy=True, normalize_embeddings=True,
+                                 show_progress_bar=False)
         return vecs.astype(np.float32, copy=False)
+
+    def _encode_run(self, texts: list[str], length: int) -> np.ndarray:
+        """Texts of one token length, ``batch_size`` at a time; a batch of fewer than
+        ``MIN_TOKENS`` tokens in all is filled up with copies of its first text (their vectors
+        dropped). The CPU's matrix products take another code path for a handful of rows, which
+        moved a vector in its last bit (seen with MiniLM: a 5-token text alone, in a pair or
+        with more mates gave three different vectors), so a short text's vector depended on how
+        many texts of its length were missing from the cache at that moment."""
+        least = -(-MIN_TOKENS // max(length, 1))   # texts of this length in a batch, at least
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start:start + self.batch_size]
+            batch += batch[:1] * (least - len(batch))
+            out.append(self._encode(batch, batch_size=len(batch))[:min(self.batch_size,
+                                                                      len(texts) - start)])
+        self.n_encoded += len(texts)
+        return np.concatenate(out)
 
     def encode(self, texts) -> np.ndarray:
         """Return an ``(n, d)`` float32 array of L2-normalised embeddings, in input order."""
@@ -139,14 +167,15 @@ class Embedder:
             log.info("encoding %d new texts (%d cached)", len(missing), len(uniq) - len(missing))
             # Texts are encoded in batches of one token length, so no text is ever padded: padding
             # moves a vector by ~1e-7, which made a text's vector depend on its batch mates, and
-            # so on which job filled the shared cache first. Now a vector is a function of its
-            # text alone (cold or warm cache, any caller order, any job order).
+            # so on which job filled the shared cache first. Batches are filled up to MIN_TOKENS
+            # (_encode_run). A vector is thus a function of its text alone (cold or warm cache,
+            # any caller order, any job order).
             lengths = self._token_lengths([uniq[i] for i in missing])
             order = sorted(range(len(missing)), key=lambda j: (lengths[j], uniq[missing[j]]))
             for start in range(0, len(order), 8192):
                 part = [missing[j] for j in order[start:start + 8192]]
                 plen = [lengths[j] for j in order[start:start + 8192]]
-                vecs = np.concatenate([self._encode([uniq[i] for i in part[a:b]])
+                vecs = np.concatenate([self._encode_run([uniq[i] for i in part[a:b]], plen[a])
                                        for a, b in _runs(plen)])
                 for i, v in zip(part, vecs):
                     found[keys[i]] = v
