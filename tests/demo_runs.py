@@ -59,14 +59,9 @@ SECOND_RUN_TARGETS = (
 )
 # The rules that gather every instance of the demo: only in the first run
 NOT_REPEATED = {"all", "results", "audit_summary"}
-# The first run may run 4 one-thread jobs at a time on CI's 2 cores: it is the longest chain, and
-# the scheduler shares the cores by runnable process, so more jobs of its own give it a larger
-# share beside the second run and the unit tests (no rule asks for more than 2 threads, so no
-# job's thread count changes)
-FIRST_RUN_CORES = 4
 
 
-def smk_cmd(workdir: Path, *args: str, cores: int = 2) -> tuple[list[str], dict]:
+def smk_cmd(workdir: Path, *args: str) -> tuple[list[str], dict]:
     """A Snakemake command on the demo config in ``workdir``, scheduling cheaply (which ready job
     starts first changes no output). The greedy scheduler: the default ILP one starts a CBC
     solver for every scheduling round. A job rate limit checked every 10 s, not every second:
@@ -75,7 +70,7 @@ def smk_cmd(workdir: Path, *args: str, cores: int = 2) -> tuple[list[str], dict]
     every ready job's inputs, seen with strace 35 min into a loaded demo run); the limit itself
     (1000 jobs) never binds in the demo. A finished run may wait up to 10 s for its last timer."""
     cmd = [SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(REPO / "resources/demo/config.yaml"), "--cores", str(cores),
+           "--configfile", str(REPO / "resources/demo/config.yaml"), "--cores", "2",
            "--scheduler", "greedy", "--max-jobs-per-timespan", "1000/10s", *args]
     return cmd, dict(os.environ, NLTK_DATA=str(REPO / "resources/nltk_data"), HF_HUB_OFFLINE="1")
 
@@ -103,9 +98,9 @@ class BackgroundDemo:
     """One ``snakemake`` run of the demo DAG (``targets``, default all) in a fresh directory,
     started now."""
 
-    def __init__(self, work: Path, targets: tuple[str, ...] = (), cores: int = 2):
+    def __init__(self, work: Path, targets: tuple[str, ...] = ()):
         self.work = work
-        self.cmd, env = smk_cmd(work, *targets, cores=cores)
+        self.cmd, env = smk_cmd(work, *targets)
         self.out, self.err = work.with_name(work.name + ".out"), work.with_name(work.name + ".err")
         with open(self.out, "w") as out, open(self.err, "w") as err:
             self.proc = subprocess.Popen(self.cmd, env=env, text=True, stdout=out, stderr=err,
@@ -153,7 +148,7 @@ class DemoRuns:
             self.warm = subprocess.Popen([sys.executable, str(WARM_KERNELS)], stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
-        self.runs.append(BackgroundDemo(first, cores=FIRST_RUN_CORES))
+        self.runs.append(BackgroundDemo(first))
         if second:
             work = demo_dir(tmp_path_factory, "demo2")
             self.starter = threading.Thread(target=self._start_second, args=(work,), daemon=True)
