@@ -43,6 +43,14 @@ PAIRED = ["paired_ref", "paired_n", "paired_f1_diff", "paired_f1_ci_low", "paire
 PROMPTED = ("zero_shot", "few_shot")
 
 
+def best_prompted(f1: dict[str, float]) -> str | None:
+    """The prompted variant a fine-tuned row is compared with (``variant -> F1`` of its base
+    model): the better of zero- and few-shot, zero-shot on a tie; None without either. The
+    metrics table's ``paired_*`` columns and the report's finding both choose by this."""
+    have = [v for v in PROMPTED if v in f1]
+    return max(have, key=lambda v: f1[v]) if have else None
+
+
 def log_odds(items: pd.DataFrame) -> np.ndarray:
     """``logprob_yes - logprob_no`` per item; an item without a finite one is an error."""
     s = items["logprob_yes"].to_numpy(float) - items["logprob_no"].to_numpy(float)
@@ -218,8 +226,8 @@ def with_paired(table: pd.DataFrame, items: dict[str, pd.DataFrame], bootstrap: 
             ref = (model, variant.removesuffix("_no_topic"))
         elif variant.startswith("fine_tuned"):
             base = base_model(model, source.get(model))
-            prompted = [(base, v) for v in PROMPTED if (base, v) in f1 and base != model]
-            ref = max(prompted, key=lambda k: f1[k]) if prompted else None
+            best = best_prompted({v: f for (m, v), f in f1.items() if m == base != model})
+            ref = (base, best) if best else None
         if ref is None or ref not in f1:
             rows.append({"paired_ref": ""})
             continue

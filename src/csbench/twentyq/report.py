@@ -12,6 +12,7 @@ from ..findings import (INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Findi
                         with_interval)
 from ..sections import (Section, ci, markdown_table, num, pct, random_note, read_table, select,
                         summary_files, write_summary)
+from .calibration import best_prompted
 from .prompts import FINE_TUNED, VARIANTS
 
 TITLE = "20Q method: yes/no scoring and overlap audits"
@@ -287,7 +288,7 @@ def findings(t: pd.DataFrame, audits: pd.DataFrame | None, anchors) -> list[Find
                 f.verdict, f.why = judge(missing="no prompted scores of the same base model")
                 out.append(f)
             elif tuned is not None:
-                best = max((v for v in ("zero_shot", "few_shot") if v in g), key=lambda v: g[v]["f1"])
+                best = best_prompted({v: r["f1"] for v, r in g.items()})
                 ft, pr = _f1(g[tuned]), _f1(g[best])
                 f.effect, f.ci_low, f.ci_high = _paired(g[tuned], g[best], ft, pr)
                 f.n = g[tuned]["n"]
