@@ -148,9 +148,9 @@ class Embedder:
         out = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start:start + self.batch_size]
-            batch += batch[:1] * (least - len(batch))
-            out.append(self._encode(batch, batch_size=len(batch))[:min(self.batch_size,
-                                                                      len(texts) - start)])
+            n = len(batch)
+            batch += batch[:1] * (least - n)
+            out.append(self._encode(batch, batch_size=len(batch))[:n])
         self.n_encoded += len(texts)
         return np.concatenate(out)
 
